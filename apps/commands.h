@@ -1,0 +1,31 @@
+// The CLI's subcommands. Each add_*_command registers its options on the root CLI11 app and
+// returns a runner that main() calls after parsing; only apps/ parses argv or picks exit codes.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace detrain::cli {
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+// `--config FILE` plus trailing `section.key=value` overrides, shared by every command that
+// works on an experiment.
+struct ConfigArgs {
+  std::string config_file;
+  std::vector<std::string> overrides;
+
+  void add_to(CLI::App* app);
+  config::ResolvedConfig resolve() const;
+};
+
+Command add_config_command(CLI::App& root);
+
+}  // namespace detrain::cli

@@ -1,0 +1,58 @@
+// detrain's command line: parses argv, sets up logging, runs one subcommand, and maps errors to
+// exit codes (see ExitCode in src/common/errors.h). Nothing else in the project exits.
+#include <c10/util/Exception.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+#include <vector>
+
+#include "commands.h"
+#include "common/errors.h"
+#include "common/log.h"
+#include "common/runtime.h"
+
+namespace {
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+int fail(detrain::ExitCode code, const std::string& message) {
+  std::cerr << "detrain: error: " << message << "\n";
+  return static_cast<int>(code);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace detrain;
+  CLI::App app{"detrain: train and evaluate YOLO detectors and pose models", "detrain"};
+  app.require_subcommand(1);
+  app.fallthrough();
+  int verbose = 0;
+  bool quiet = false;
+  app.add_flag("--verbose,-v", verbose, "more log output (debug level)");
+  app.add_flag("--quiet,-q", quiet, "warnings and errors only");
+  app.set_version_flag("--version", [] { return version_report(); });
+
+  std::vector<cli::Command> commands;
+  commands.push_back(cli::add_config_command(app));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
+  }
+
+  try {
+    init_logging(LogOptions{quiet ? -1 : (verbose > 0 ? 1 : 0), 0});
+    for (auto& command : commands)
+      if (command.app->parsed()) return command.run();
+    return fail(ExitCode::kUsage, "no command given (see detrain --help)");
+  } catch (const Error& e) {
+    return fail(e.code(), e.what());
+  } catch (const c10::Error& e) {
+    return fail(ExitCode::kInternal, "LibTorch: " + first_line(e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return fail(ExitCode::kInternal, e.what());
+  }
+}

@@ -1,0 +1,55 @@
+// Runtime setup; see runtime.h.
+#include "common/runtime.h"
+
+#include <torch/torch.h>
+
+#include <opencv2/core.hpp>
+#include <sstream>
+#include <thread>
+
+#include "common/version.h"
+#include "compat/torch_compat.h"
+
+namespace detrain {
+
+std::string RuntimeInfo::summary() const {
+  std::ostringstream out;
+  out << "device " << device << ", " << torch_threads << " torch thread(s) of " << cores
+      << " core(s), seed " << seed;
+  return out.str();
+}
+
+RuntimeInfo apply_runtime(const config::RuntimeOptions& options) {
+  RuntimeInfo info;
+  info.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  info.torch_threads = options.threads > 0 ? static_cast<int>(options.threads) : info.cores;
+  compat::set_num_threads(info.torch_threads);
+  // Our loader runs its own worker threads; OpenCV's pool would oversubscribe the cores.
+  cv::setNumThreads(0);
+  info.opencv_threads = cv::getNumThreads();
+  torch::manual_seed(static_cast<uint64_t>(options.seed));
+  info.seed = options.seed;
+  info.device = options.device;
+  at::globalContext().setBenchmarkCuDNN(options.cudnn_benchmark);
+  return info;
+}
+
+std::string version_report() {
+  std::ostringstream out;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  out << "detrain " << version_string() << " (" << git_describe() << ")\n";
+  out << "LibTorch " << compat::torch_version() << ", CUDA "
+      << (compat::cuda_available()
+              ? "available (" + std::to_string(compat::cuda_device_count()) + " device(s))"
+              : std::string("not available"))
+#ifdef DETRAIN_WITH_CUDA
+      << ", built with CUDA"
+#else
+      << ", CPU build"
+#endif
+      << "\n";
+  out << "OpenCV " << CV_VERSION << ", " << cores << " core(s); runtime.threads=0 uses all of them";
+  return out.str();
+}
+
+}  // namespace detrain

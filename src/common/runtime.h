@@ -1,0 +1,27 @@
+// Process-wide runtime settings applied once at start: LibTorch intra-op threads (1.13 defaults
+// to half the cores here), OpenCV's thread pool (off: loader workers are our own threads),
+// the global seed and deterministic-kernel preferences. Reported in --version and at start.
+#pragma once
+
+#include <string>
+
+#include "config/runtime_options.h"
+
+namespace detrain {
+
+struct RuntimeInfo {
+  int torch_threads = 0;
+  int opencv_threads = 0;
+  int cores = 0;
+  int64_t seed = 0;
+  std::string device;
+  std::string summary() const;  // one line for logs
+};
+
+RuntimeInfo apply_runtime(const config::RuntimeOptions& options);
+
+// Multi-line description for `detrain --version`: version, git describe, LibTorch version,
+// CUDA availability, threads, BLAS and OpenCV build facts.
+std::string version_report();
+
+}  // namespace detrain

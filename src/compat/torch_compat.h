@@ -1,0 +1,59 @@
+// The only place that knows LibTorch 1.13 from 2.x. Everything version-dependent (autocast,
+// thread defaults, CUDA queries and memory statistics) goes through these functions so the
+// rest of the code compiles unchanged against Debian's 1.13 (CPU) and Python's torch 2.x (CUDA).
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <string>
+
+namespace detrain::compat {
+
+// True when LibTorch was built with CUDA and a device is visible.
+bool cuda_available();
+int cuda_device_count();
+
+// Parses "cpu", "cuda", "cuda:N". Throws ConfigError naming the value when it is malformed or
+// names a device that is not there.
+torch::Device parse_device(const std::string& text);
+
+// Autocast (mixed precision) for one device type, restored on scope exit. Mirrors Python's
+// `with torch.autocast(device_type, dtype)`. Non-copyable.
+class AutocastGuard {
+ public:
+  AutocastGuard(torch::DeviceType device, torch::ScalarType dtype, bool enabled = true);
+  ~AutocastGuard();
+  AutocastGuard(const AutocastGuard&) = delete;
+  AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+ private:
+  torch::DeviceType device_;
+  bool previous_enabled_;
+  torch::ScalarType previous_dtype_;
+};
+
+bool autocast_enabled(torch::DeviceType device);
+
+// Intra-op threads; LibTorch 1.13 defaults to half the cores on x86, so always set it.
+void set_num_threads(int threads);
+int num_threads();
+
+// Waits for queued CUDA work (no-op on CPU or without CUDA).
+void synchronize(const torch::Device& device);
+
+// Peak bytes allocated / reserved by the CUDA caching allocator since the last reset
+// (0 without CUDA).
+struct CudaMemoryStats {
+  int64_t allocated_bytes = 0;
+  int64_t reserved_bytes = 0;
+  int64_t peak_allocated_bytes = 0;
+  int64_t peak_reserved_bytes = 0;
+};
+CudaMemoryStats cuda_memory_stats(const torch::Device& device);
+void reset_cuda_peak_memory(const torch::Device& device);
+
+// "1.13.0" / "2.11.0"
+std::string torch_version();
+
+}  // namespace detrain::compat

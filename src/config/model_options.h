@@ -1,0 +1,24 @@
+// `model.*`: which network to build. Owned by the model zoo (src/model/).
+#pragma once
+
+#include "config/field.h"
+
+namespace detrain::config {
+
+struct ModelOptions {
+  std::string arch = "models/yolo26.yaml";
+  std::string scale = "n";
+  int64_t nc = 0;
+  std::string weights;
+
+  template <class V>
+  void visit(V& v) {
+    v("arch", arch, "architecture YAML (models/yolo26.yaml, models/yolo26-pose.yaml, ...)");
+    v("scale", scale, "model scale from the YAML's scales table",
+      Constraint::one_of({"n", "s", "m", "l", "x"}));
+    v("nc", nc, "number of classes; 0 takes it from the data set", Constraint::range(0, 100000));
+    v("weights", weights, "initial weights (a detrain checkpoint); empty for random init");
+  }
+};
+
+}  // namespace detrain::config

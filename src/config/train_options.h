@@ -1,0 +1,70 @@
+// `train.*`: the training loop, schedules, checkpoints and the run directory. Owned by
+// src/train/.
+#pragma once
+
+#include "config/field.h"
+
+namespace detrain::config {
+
+struct TrainOptions {
+  int64_t epochs = 100;
+  std::string project = "runs";
+  std::string name = "train";
+  bool exist_ok = false;
+  int64_t nbs = 64;
+  double warmup_epochs = 3.0;
+  double warmup_momentum = 0.8;
+  double warmup_bias_lr = 0.1;
+  double lrf = 0.01;
+  bool cos_lr = false;
+  double clip_grad_norm = 10.0;
+  double ema_decay = 0.9999;
+  double ema_tau = 2000.0;
+  std::string precision = "bf16";
+  int64_t max_bad_steps = 10;
+  int64_t save_period_steps = 0;
+  int64_t patience = 100;
+  bool val = true;
+  bool plots = true;
+  bool sync_bn = false;
+  std::vector<int64_t> freeze;
+
+  template <class V>
+  void visit(V& v) {
+    v("epochs", epochs, "training epochs", Constraint::range(1, 1000000));
+    v("project", project, "parent directory of run directories");
+    v("name", name, "run directory name (runs/<name>, numbered when it exists)");
+    v("exist_ok", exist_ok, "reuse runs/<name> instead of numbering a new one");
+    v("nbs", nbs, "nominal batch size: gradients accumulate to this many images",
+      Constraint::range(1, 65536));
+    v("warmup_epochs", warmup_epochs, "warmup length in epochs (at least 100 iterations)",
+      Constraint::range(0, 1000));
+    v("warmup_momentum", warmup_momentum, "momentum at the start of warmup",
+      Constraint::range(0, 1));
+    v("warmup_bias_lr", warmup_bias_lr, "bias learning rate at the start of warmup",
+      Constraint::range(0, 10));
+    v("lrf", lrf, "final learning rate as a fraction of lr0", Constraint::range(0, 1));
+    v("cos_lr", cos_lr, "cosine instead of linear learning-rate decay");
+    v("clip_grad_norm", clip_grad_norm, "gradient-norm clipping threshold (0 disables)",
+      Constraint::range(0, 1e6));
+    v("ema_decay", ema_decay, "EMA decay (ramped by 1 - exp(-updates/ema_tau))",
+      Constraint::range(0, 1));
+    v("ema_tau", ema_tau, "EMA ramp length in optimizer updates", Constraint::range(1, 1e9));
+    v("precision", precision, "bf16 autocast (fp32 master weights) or fp32",
+      Constraint::one_of({"bf16", "fp32"}));
+    v("max_bad_steps", max_bad_steps,
+      "stop after this many skipped non-finite steps (the last good checkpoint is kept)",
+      Constraint::range(0, 1000000));
+    v("save_period_steps", save_period_steps, "also save last every N optimizer steps (0: off)",
+      Constraint::range(0, 1e12));
+    v("patience", patience, "stop after N epochs without fitness improvement",
+      Constraint::range(1, 1000000));
+    v("val", val, "validate after every epoch");
+    v("plots", plots, "draw results.png, train_batch*.jpg and val_pred*.jpg");
+    v("sync_bn", sync_bn, "synchronise BatchNorm statistics across ranks");
+    v("freeze", freeze, "layer indices (model.N) whose parameters are frozen, e.g. [0, 1, 2]",
+      Constraint::range(0, 1000));
+  }
+};
+
+}  // namespace detrain::config

@@ -1,0 +1,28 @@
+// `val.*`: validation and prediction postprocessing. Owned by src/eval/.
+#pragma once
+
+#include "config/field.h"
+
+namespace detrain::config {
+
+struct ValOptions {
+  double conf = 0.001;
+  double iou = 0.7;
+  int64_t max_det = 300;
+  std::string split = "val";
+  int64_t batch = 0;
+  bool save_json = true;
+
+  template <class V>
+  void visit(V& v) {
+    v("conf", conf, "confidence threshold for validation detections", Constraint::range(0, 1));
+    v("iou", iou, "NMS IoU threshold", Constraint::range(0, 1));
+    v("max_det", max_det, "detections kept per image", Constraint::range(1, 100000));
+    v("split", split, "data-set split to validate on", Constraint::one_of({"val", "train"}));
+    v("batch", batch, "validation batch size; 0 means twice data.batch",
+      Constraint::range(0, 8192));
+    v("save_json", save_json, "write predictions.json (COCO results format)");
+  }
+};
+
+}  // namespace detrain::config

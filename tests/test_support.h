@@ -1,0 +1,43 @@
+// Helpers shared by tests: locating shared data (skipping visibly when absent), running the
+// detrain binary as a user would, and temporary directories.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace detrain::test {
+
+// DETRAIN_DATA or ../shared/data/<sub>. When absent, prints "SKIPPED: <reason>" and, under
+// ctest (DETRAIN_CTEST=1), exits with code 4 so ctest reports the test as skipped; otherwise
+// returns nullopt and the test returns early.
+std::optional<std::string> shared_data_or_skip(const std::string& sub);
+
+// Ends the test as skipped (see above) with a visible reason. Returns only outside ctest.
+void skip(const std::string& reason);
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs the built detrain binary with `args` (shell-quoted here) from `cwd` (default: source dir).
+RunResult run_detrain(const std::string& args, const std::string& cwd = "");
+
+// A fresh empty directory under the system temp dir, removed when the object dies.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag = "detrain");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Writes text to a file (creating parent directories).
+void write_text(const std::string& path, const std::string& text);
+
+}  // namespace detrain::test
