@@ -26,6 +26,10 @@ struct ConfigArgs {
   config::ResolvedConfig resolve() const;
 };
 
+// Top-level commands (registered in detrain.cpp).
 Command add_config_command(CLI::App& root);
+Command add_bench_command(CLI::App& root);
+
+// `detrain bench` kinds (registered in cmd_bench.cpp).
 
 }  // namespace detrain::cli
