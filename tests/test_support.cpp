@@ -32,6 +32,13 @@ std::optional<std::string> shared_data_or_skip(const std::string& sub) {
   return std::nullopt;
 }
 
+std::optional<std::string> golden_or_skip(const std::string& file) {
+  auto path = golden_file(file);
+  if (!path)
+    skip("golden fixture '" + file + "' not found (provide ../shared/golden or DETRAIN_SHARED)");
+  return path;
+}
+
 RunResult run_detrain(const std::string& args, const std::string& cwd) {
   const std::string dir = cwd.empty() ? source_dir() : cwd;
   const std::string command = "cd '" + dir + "' && '" + DETRAIN_BINARY + "' " + args + " 2>&1";

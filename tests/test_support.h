@@ -12,6 +12,9 @@ namespace detrain::test {
 // returns nullopt and the test returns early.
 std::optional<std::string> shared_data_or_skip(const std::string& sub);
 
+// <shared>/golden/<file>, or skips (as above) when the golden fixtures are absent.
+std::optional<std::string> golden_or_skip(const std::string& file);
+
 // Ends the test as skipped (see above) with a visible reason. Returns only outside ctest.
 void skip(const std::string& reason);
 

@@ -9,11 +9,30 @@ namespace fs = std::filesystem;
 
 std::string source_dir() { return DETRAIN_SOURCE_DIR; }
 
-std::optional<std::string> shared_data_root() {
-  if (const char* env = std::getenv("DETRAIN_DATA"); env && *env) return std::string(env);
-  fs::path beside = fs::path(source_dir()).parent_path() / "shared" / "data";
+std::optional<std::string> shared_root() {
+  if (const char* env = std::getenv("DETRAIN_SHARED"); env && *env) return std::string(env);
+  fs::path beside = fs::path(source_dir()).parent_path() / "shared";
   std::error_code ec;
   if (fs::is_directory(beside, ec)) return beside.lexically_normal().string();
+  return std::nullopt;
+}
+
+std::optional<std::string> golden_file(const std::string& file) {
+  auto root = shared_root();
+  if (!root) return std::nullopt;
+  fs::path p = fs::path(*root) / "golden" / file;
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return std::nullopt;
+  return p.string();
+}
+
+std::optional<std::string> shared_data_root() {
+  if (const char* env = std::getenv("DETRAIN_DATA"); env && *env) return std::string(env);
+  auto root = shared_root();
+  if (!root) return std::nullopt;
+  fs::path data = fs::path(*root) / "data";
+  std::error_code ec;
+  if (fs::is_directory(data, ec)) return data.string();
   return std::nullopt;
 }
 
