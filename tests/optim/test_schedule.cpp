@@ -1,0 +1,163 @@
+// Training schedules against values computed by hand from the reference formulas
+// (reference-yolo.md section 5; numpy/Python rounding is half to even).
+#include <catch2/catch.hpp>
+
+#include "common/errors.h"
+#include "optim/schedule.h"
+
+using namespace detrain;
+using namespace detrain::optim;
+using Catch::Matchers::WithinAbs;
+
+TEST_CASE("schedule rounding is half to even like Python round", "[unit][optim]") {
+  CHECK(round_half_even(2.5) == 2);
+  CHECK(round_half_even(3.5) == 4);
+  CHECK(round_half_even(0.5) == 0);
+  CHECK(round_half_even(2.49) == 2);
+  CHECK(round_half_even(2.51) == 3);
+  CHECK(round_half_even(-0.5) == 0);
+  CHECK(round_half_even(-1.5) == -2);
+}
+
+TEST_CASE("numpy interp endpoints and interior", "[unit][optim]") {
+  CHECK(numpy_interp(-1, 0, 100, 0.8, 0.937) == 0.8);
+  CHECK(numpy_interp(0, 0, 100, 0.8, 0.937) == 0.8);
+  CHECK(numpy_interp(100, 0, 100, 0.8, 0.937) == 0.937);  // exact at the right end
+  CHECK(numpy_interp(101, 0, 100, 0.8, 0.937) == 0.937);
+  // slope (0.937 - 0.8) / 100 times 50 plus 0.8 = 0.8685 (tolerance: one rounding of each op)
+  CHECK_THAT(numpy_interp(50, 0, 100, 0.8, 0.937), WithinAbs(0.8685, 1e-15));
+}
+
+TEST_CASE("lr factor linear and cosine with lrf", "[unit][optim]") {
+  ScheduleSettings s;
+  s.epochs = 100;
+  s.lrf = 0.01;
+  CHECK(lr_factor(s, 0) == 1.0);
+  CHECK_THAT(lr_factor(s, 100), WithinAbs(0.01, 1e-15));
+  // (1 - 50/100) * 0.99 + 0.01 = 0.505
+  CHECK_THAT(lr_factor(s, 50), WithinAbs(0.505, 1e-15));
+  // (1 - 1/100) * 0.99 + 0.01 = 0.9901
+  CHECK_THAT(lr_factor(s, 1), WithinAbs(0.9901, 1e-15));
+  // past the end it stays at lrf (max(..., 0))
+  CHECK_THAT(lr_factor(s, 150), WithinAbs(0.01, 1e-15));
+
+  s.cos_lr = true;
+  CHECK(lr_factor(s, 0) == 1.0);
+  CHECK_THAT(lr_factor(s, 100), WithinAbs(0.01, 1e-15));
+  // ((1 - cos(pi/2)) / 2) * (0.01 - 1) + 1 = 0.5 * -0.99 + 1 = 0.505
+  CHECK_THAT(lr_factor(s, 50), WithinAbs(0.505, 1e-15));
+  // (1 - cos(pi/4)) / 2 = 0.1464466094067262; * -0.99 + 1 = 0.8550178566873411
+  CHECK_THAT(lr_factor(s, 25), WithinAbs(0.8550178566873411, 1e-14));
+}
+
+TEST_CASE("warmup length accumulate and weight decay scaling", "[unit][optim]") {
+  ScheduleSettings s;                         // warmup 3 epochs, nbs 64, batch 16
+  CHECK(warmup_iterations(s, 20) == 100);     // round(60) < 100
+  CHECK(warmup_iterations(s, 1000) == 3000);  // 3 * 1000
+  s.warmup_epochs = 2.5;
+  CHECK(warmup_iterations(s, 401) == 1002);  // 1002.5 rounds to even
+  CHECK(warmup_iterations(s, 403) == 1008);  // 1007.5 rounds to even
+  s.warmup_epochs = 0;
+  CHECK(warmup_iterations(s, 1000) == -1);
+
+  s.batch = 16;
+  CHECK(steady_accumulate(s) == 4);
+  CHECK_THAT(scaled_weight_decay(s, 0.0005), WithinAbs(0.0005, 1e-18));
+  s.batch = 24;  // 64 / 24 = 2.67 -> 3; 0.0005 * 24 * 3 / 64 = 0.0005625
+  CHECK(steady_accumulate(s) == 3);
+  CHECK_THAT(scaled_weight_decay(s, 0.0005), WithinAbs(0.0005625, 1e-18));
+  s.batch = 128;  // 0.5 rounds to 0, then max(., 1); 0.0005 * 128 / 64 = 0.001
+  CHECK(steady_accumulate(s) == 1);
+  CHECK_THAT(scaled_weight_decay(s, 0.0005), WithinAbs(0.001, 1e-18));
+  s.batch = 128 / 5;  // 25.6 -> 64 / 25 = 2.56 -> 3
+  CHECK(steady_accumulate(s) == 3);
+}
+
+TEST_CASE("warmup interpolates lr momentum and accumulate per group", "[unit][optim]") {
+  ScheduleSettings s;
+  s.epochs = 10;
+  s.batch = 16;
+  // 20 batches per epoch: nw = max(60, 100) = 100 spans epochs 0..5.
+  TrainSchedule schedule(s, 20, {{0.01, false}, {0.01, true}, {0.03, false}});
+  CHECK(schedule.warmup_iters() == 100);
+
+  auto h0 = schedule.at(0, 0);
+  CHECK(h0.warmup);
+  CHECK(h0.lr[0] == 0.0);
+  CHECK(h0.lr[1] == 0.1);  // bias groups start at warmup_bias_lr
+  CHECK(h0.lr[2] == 0.0);
+  CHECK(h0.momentum == 0.8);
+  CHECK(h0.accumulate == 1);
+
+  // ni = 2 * 20 + 10 = 50, epoch 2: lf(2) = (1 - 2/10) * 0.99 + 0.01 = 0.802
+  auto h = schedule.at(2, 10);
+  CHECK(h.warmup);
+  // target 0.01 * 0.802 = 0.00802; half way from 0: 0.00401
+  CHECK_THAT(h.lr[0], WithinAbs(0.00401, 1e-15));
+  // half way from 0.1 to 0.00802: 0.05401
+  CHECK_THAT(h.lr[1], WithinAbs(0.05401, 1e-15));
+  CHECK_THAT(h.lr[2], WithinAbs(0.01203, 1e-15));
+  CHECK_THAT(h.momentum, WithinAbs(0.8685, 1e-15));
+  CHECK(h.accumulate == 2);             // interp 1 -> 4 at 50/100 is 2.5, rounds to even
+  CHECK(schedule.accumulate(51) == 3);  // 2.53
+
+  // ni = 100 is the last warmup iteration and lands on the steady values exactly.
+  auto hw = schedule.at(5, 0);
+  CHECK(hw.warmup);
+  // lf(5) = 0.5 * 0.99 + 0.01 = 0.505
+  CHECK_THAT(hw.lr[1], WithinAbs(0.00505, 1e-15));
+  CHECK(hw.momentum == 0.937);
+  CHECK(hw.accumulate == 4);
+
+  auto after = schedule.at(5, 1);
+  CHECK_FALSE(after.warmup);
+  CHECK_THAT(after.lr[0], WithinAbs(0.00505, 1e-15));
+  CHECK_THAT(after.lr[2], WithinAbs(0.01515, 1e-15));
+  CHECK(after.momentum == 0.937);
+  CHECK(after.accumulate == 4);
+  // epoch 9: lf = 0.1 * 0.99 + 0.01 = 0.109
+  CHECK_THAT(schedule.at(9, 3).lr[1], WithinAbs(0.00109, 1e-15));
+}
+
+TEST_CASE("no warmup when warmup_epochs is zero", "[unit][optim]") {
+  ScheduleSettings s;
+  s.epochs = 4;
+  s.warmup_epochs = 0;
+  s.batch = 8;
+  TrainSchedule schedule(s, 5, {{0.02, true}});
+  CHECK(schedule.warmup_iters() == -1);
+  auto h = schedule.at(0, 0);
+  CHECK_FALSE(h.warmup);
+  CHECK(h.lr[0] == 0.02);  // lf(0) = 1, no bias warmup
+  CHECK(h.momentum == 0.937);
+  CHECK(h.accumulate == 8);
+}
+
+TEST_CASE("optimizer step rule carries over epoch ends", "[unit][optim]") {
+  // accumulate 4 from last step at -1: steps at ni 3, 7, 11, ...
+  int64_t last = -1;
+  std::vector<int64_t> steps;
+  for (int64_t ni = 0; ni < 12; ++ni)
+    if (TrainSchedule::optimizer_step_due(ni, last, 4)) {
+      steps.push_back(ni);
+      last = ni;
+    }
+  CHECK(steps == std::vector<int64_t>{3, 7, 11});
+}
+
+TEST_CASE("end-to-end loss weight schedule", "[unit][optim]") {
+  // epochs 10: (1 - e/9) * 0.7 + 0.1
+  CHECK_THAT(o2m_weight(0, 10, 0.8, 0.1), WithinAbs(0.8, 1e-15));
+  CHECK_THAT(o2m_weight(3, 10, 0.8, 0.1), WithinAbs(0.7 * 6.0 / 9.0 + 0.1, 1e-15));  // 0.5667
+  CHECK_THAT(o2m_weight(9, 10, 0.8, 0.1), WithinAbs(0.1, 1e-15));
+  CHECK_THAT(o2m_weight(12, 10, 0.8, 0.1), WithinAbs(0.1, 1e-15));
+  // The reference's 3-epoch run logged 0.45 after the first epoch: (1 - 1/2) * 0.7 + 0.1.
+  CHECK_THAT(o2m_weight(1, 3, 0.8, 0.1), WithinAbs(0.45, 1e-15));
+  // One epoch: the divisor is max(epochs - 1, 1) = 1, never zero.
+  CHECK_THAT(o2m_weight(0, 1, 0.8, 0.1), WithinAbs(0.8, 1e-15));
+  CHECK_THAT(o2m_weight(1, 1, 0.8, 0.1), WithinAbs(0.1, 1e-15));
+}
+
+TEST_CASE("schedule rejects an empty epoch", "[unit][optim]") {
+  CHECK_THROWS_AS(TrainSchedule(ScheduleSettings{}, 0, {}), ConfigError);
+}
