@@ -1,0 +1,62 @@
+// Precision scope, gradient clipping and the finite guard; see precision.h.
+#include "train/precision.h"
+
+#include <cmath>
+
+#include "common/errors.h"
+
+namespace detrain::train {
+
+Precision parse_precision(const std::string& text) {
+  if (text == "bf16") return Precision::kBf16;
+  if (text == "fp32") return Precision::kFp32;
+  throw ConfigError("config: train.precision is '" + text + "'; expected bf16 or fp32");
+}
+
+const char* precision_name(Precision precision) {
+  return precision == Precision::kBf16 ? "bf16" : "fp32";
+}
+
+AutocastScope::AutocastScope(Precision precision, const torch::Device& device) {
+  if (precision == Precision::kBf16) guard_.emplace(device.type(), torch::kBFloat16);
+}
+
+GradNorm clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  GradNorm out;
+  if (grads.empty()) return out;
+  torch::NoGradGuard no_grad;
+  // One fused norm per tensor, then one norm of the norms and a single device sync.
+  const std::vector<torch::Tensor> norms = at::_foreach_norm(grads, 2);
+  const torch::Tensor total = torch::stack(norms).to(torch::kFloat).norm(2);  // []
+  out.total_norm = total.item<double>();
+  out.finite = std::isfinite(out.total_norm);
+  if (!out.finite || max_norm <= 0) return out;
+  const double coef = max_norm / (out.total_norm + 1e-6);
+  if (coef < 1.0) {
+    at::_foreach_mul_(grads, coef);
+    out.clipped = true;
+  }
+  return out;
+}
+
+bool all_finite(const torch::Tensor& t) { return torch::isfinite(t).all().item<bool>(); }
+
+bool FiniteGuard::record(bool good, const std::string& reason, int64_t epoch, int64_t iter) {
+  if (good) return true;
+  ++bad_steps_;
+  last_bad_ = "non-finite " + reason + " at epoch " + std::to_string(epoch + 1) + " iteration " +
+              std::to_string(iter);
+  return false;
+}
+
+std::string FiniteGuard::exhausted_message() const {
+  return "training diverged: " + std::to_string(bad_steps_) +
+         " steps skipped for non-finite values (last: " + last_bad_ +
+         "), train.max_bad_steps = " + std::to_string(max_bad_steps_) +
+         "; the last good checkpoint is kept (lower optim.lr0, or use train.precision=fp32)";
+}
+
+}  // namespace detrain::train

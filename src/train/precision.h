@@ -1,0 +1,72 @@
+// Numeric precision of a training step: the BF16 autocast scope around the forward pass (CPU
+// and CUDA alike; master weights, loss and optimizer stay fp32), the gradient-norm clip that
+// also reports whether every gradient is finite, and the guard that counts skipped non-finite
+// steps. Differs from the reference: BF16 instead of FP16 + GradScaler (no loss scaling needed).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compat/torch_compat.h"
+
+namespace detrain::train {
+
+enum class Precision { kFp32, kBf16 };
+
+// "bf16" | "fp32" (train.precision); throws ConfigError otherwise.
+Precision parse_precision(const std::string& text);
+const char* precision_name(Precision precision);
+
+// Autocast for the model's forward pass on `device`'s type while alive: BF16 when `precision`
+// is kBf16, nothing for kFp32. Cast predictions to fp32 before the loss, outside the scope.
+class AutocastScope {
+ public:
+  AutocastScope(Precision precision, const torch::Device& device);
+  bool active() const { return guard_.has_value(); }
+
+ private:
+  std::optional<compat::AutocastGuard> guard_;
+};
+
+struct GradNorm {
+  double total_norm = 0;  // L2 norm over every defined gradient (NaN/Inf when any is)
+  bool finite = true;     // total_norm is finite, hence every gradient is
+  bool clipped = false;   // gradients were scaled down
+};
+
+// torch.nn.utils.clip_grad_norm_ semantics: total = ||(||g_i||_2)_i||_2; when total is finite
+// and max_norm > 0, scales every gradient by min(max_norm / (total + 1e-6), 1). Non-finite
+// gradients are left untouched (the caller skips the step). Undefined gradients are ignored.
+GradNorm clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm);
+
+// True when every element of `t` is finite (one reduction; synchronises with the device).
+bool all_finite(const torch::Tensor& t);
+
+// Counts skipped non-finite steps; the run stops once `max_bad_steps` (at least 1) were
+// skipped, keeping its last good checkpoint.
+class FiniteGuard {
+ public:
+  explicit FiniteGuard(int64_t max_bad_steps, int64_t bad_steps = 0)
+      : max_bad_steps_(max_bad_steps), bad_steps_(bad_steps) {}
+
+  // Records the outcome of one step; `reason` ("loss", "gradients") describes a bad one.
+  // Returns `good`.
+  bool record(bool good, const std::string& reason, int64_t epoch, int64_t iter);
+
+  bool exhausted() const { return bad_steps_ >= std::max<int64_t>(max_bad_steps_, 1); }
+  int64_t bad_steps() const { return bad_steps_; }
+  const std::string& last_bad() const { return last_bad_; }  // "non-finite loss at epoch 3 iter 17"
+  // The one-line error to stop the run with (train.max_bad_steps named).
+  std::string exhausted_message() const;
+
+ private:
+  int64_t max_bad_steps_;
+  int64_t bad_steps_;
+  std::string last_bad_;
+};
+
+}  // namespace detrain::train

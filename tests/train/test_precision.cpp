@@ -1,0 +1,93 @@
+// Precision scope (BF16 autocast on CPU), gradient clipping with the finite check, and the
+// bad-step guard.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "common/errors.h"
+#include "train/precision.h"
+
+using namespace detrain;
+using namespace detrain::train;
+
+TEST_CASE("bf16 autocast scope on CPU and none for fp32", "[unit][train]") {
+  torch::manual_seed(0);
+  torch::nn::Linear linear(8, 4);
+  const torch::Tensor x = torch::randn({2, 8});  // [2, 8]
+  CHECK(parse_precision("bf16") == Precision::kBf16);
+  CHECK_THROWS_AS(parse_precision("fp16"), ConfigError);
+  {
+    AutocastScope scope(Precision::kBf16, torch::Device(torch::kCPU));
+    CHECK(scope.active());
+    CHECK(compat::autocast_enabled(torch::kCPU));
+    CHECK(linear(x).scalar_type() == torch::kBFloat16);
+  }
+  CHECK_FALSE(compat::autocast_enabled(torch::kCPU));
+  {
+    AutocastScope scope(Precision::kFp32, torch::Device(torch::kCPU));
+    CHECK_FALSE(scope.active());
+    CHECK(linear(x).scalar_type() == torch::kFloat);
+  }
+  // Master weights and their gradients stay fp32 under autocast.
+  {
+    AutocastScope scope(Precision::kBf16, torch::Device(torch::kCPU));
+    linear(x).to(torch::kFloat).sum().backward();
+  }
+  CHECK(linear->weight.grad().scalar_type() == torch::kFloat);
+}
+
+TEST_CASE("gradient clipping matches the clip_grad_norm formula", "[unit][train]") {
+  auto a = torch::zeros({2}, torch::requires_grad());
+  auto b = torch::zeros({1}, torch::requires_grad());
+  auto unused = torch::zeros({3}, torch::requires_grad());  // no gradient: ignored
+  a.mutable_grad() = torch::tensor({3.0f, 0.0f});
+  b.mutable_grad() = torch::tensor({4.0f});
+  // total = sqrt(9 + 16) = 5; max 1 -> scale 1 / (5 + 1e-6)
+  const GradNorm n = clip_grad_norm({a, b, unused}, 1.0);
+  CHECK(n.total_norm == Approx(5.0).epsilon(1e-7));
+  CHECK(n.finite);
+  CHECK(n.clipped);
+  // fp32 product of 3 and the coefficient: relative error one fp32 rounding.
+  CHECK(a.grad()[0].item<float>() == Approx(3.0 / (5.0 + 1e-6)).epsilon(1e-6));
+  CHECK(b.grad()[0].item<float>() == Approx(4.0 / (5.0 + 1e-6)).epsilon(1e-6));
+
+  // Below the threshold nothing changes.
+  b.mutable_grad() = torch::tensor({0.5f});
+  a.mutable_grad() = torch::tensor({0.0f, 0.0f});
+  const GradNorm small = clip_grad_norm({a, b}, 10.0);
+  CHECK_FALSE(small.clipped);
+  CHECK(b.grad()[0].item<float>() == 0.5f);
+
+  // A non-finite gradient is reported and left untouched.
+  a.mutable_grad() = torch::tensor({NAN, 1.0f});
+  b.mutable_grad() = torch::tensor({100.0f});
+  const GradNorm bad = clip_grad_norm({a, b}, 1.0);
+  CHECK_FALSE(bad.finite);
+  CHECK_FALSE(bad.clipped);
+  CHECK(b.grad()[0].item<float>() == 100.0f);
+  a.mutable_grad() = torch::tensor({INFINITY, 1.0f});
+  CHECK_FALSE(clip_grad_norm({a, b}, 1.0).finite);
+}
+
+TEST_CASE("finite guard counts bad steps and stops at the limit", "[unit][train]") {
+  CHECK(all_finite(torch::tensor({1.0f, 2.0f})));
+  CHECK_FALSE(all_finite(torch::tensor({1.0f, NAN})));
+  CHECK_FALSE(all_finite(torch::tensor(INFINITY)));
+
+  FiniteGuard guard(3);
+  CHECK(guard.record(true, "loss", 0, 0));
+  CHECK_FALSE(guard.record(false, "loss", 0, 5));
+  CHECK_FALSE(guard.record(false, "gradients", 1, 2));
+  CHECK(guard.bad_steps() == 2);
+  CHECK_FALSE(guard.exhausted());
+  CHECK(guard.last_bad() == "non-finite gradients at epoch 2 iteration 2");
+  guard.record(false, "loss", 1, 3);
+  CHECK(guard.exhausted());
+  CHECK(guard.exhausted_message().find("3 steps skipped") != std::string::npos);
+  CHECK(guard.exhausted_message().find("train.max_bad_steps = 3") != std::string::npos);
+
+  // Resumed with a count; max 0 stops at the first bad step.
+  FiniteGuard resumed(0, 0);
+  CHECK_FALSE(resumed.exhausted());
+  resumed.record(false, "loss", 0, 0);
+  CHECK(resumed.exhausted());
+}
