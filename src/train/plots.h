@@ -1,0 +1,56 @@
+// Run plots drawn with OpenCV: results.png (one small line plot per results.csv column, raw
+// points plus a Gaussian-smoothed line, sigma 3, as the reference draws with matplotlib) and
+// batch mosaics for train_batch*.jpg / val_pred*.jpg (boxes, class names, scores, keypoints
+// and skeleton). Torch-free: callers hand over BGR images and plain numbers.
+#pragma once
+
+#include <array>
+#include <opencv2/core.hpp>
+#include <string>
+#include <vector>
+
+#include "train/metrics_log.h"
+
+namespace detrain::train {
+
+// scipy.ndimage.gaussian_filter1d(values, sigma) with mode 'reflect' and truncate 4.0.
+std::vector<double> gaussian_smooth(const std::vector<double>& values, double sigma);
+
+// Every column but `epoch` and `time` against epoch, in a grid of panels with axes, tick
+// labels and a title. Non-finite values are left out.
+cv::Mat draw_results(const ResultsTable& table);
+// draw_results written as PNG, atomically (IoError on failure). Nothing is written for a
+// table without rows.
+void save_results_png(const ResultsTable& table, const std::string& path);
+
+// One image of a batch with its boxes (ground truth, or predictions when scores are given).
+struct PlotImage {
+  cv::Mat image;                                 // [H, W, 3] uint8 BGR
+  std::vector<std::array<float, 4>> boxes_xyxy;  // [N] pixels of `image`
+  std::vector<int> classes;                      // [N] contiguous class index
+  std::vector<float> scores;                     // [N] predictions; empty for ground truth
+  std::vector<float> keypoints;                  // [N, K, 3] x, y, visibility (GT) or score
+  std::string title;                             // drawn in the tile's corner (file name)
+};
+
+struct MosaicStyle {
+  std::vector<std::string> names;            // class names (index otherwise)
+  int kpt_count = 0;                         // K; 0 draws no keypoints
+  std::vector<std::array<int, 2>> skeleton;  // limbs, 0-based keypoint indices
+  float min_score = 0.25f;                   // predictions below are not drawn
+  float min_kpt_score = 0.5f;                // keypoints below are not drawn (GT: v > 0)
+  int max_images = 16;                       // tiles in one mosaic
+  int max_size = 1920;                       // the mosaic's longer side at most
+};
+
+// Tiles up to max_images images in a square grid (each scaled to the largest tile size that
+// fits) and draws their labels.
+cv::Mat draw_batch_mosaic(const std::vector<PlotImage>& images, const MosaicStyle& style);
+// JPEG (quality 90) written atomically (IoError on failure).
+void save_batch_mosaic(const std::vector<PlotImage>& images, const MosaicStyle& style,
+                       const std::string& path);
+
+// The reference's 20-colour palette (BGR), by class index.
+cv::Scalar class_colour(int index);
+
+}  // namespace detrain::train

@@ -1,0 +1,119 @@
+// Plots: the Gaussian smoothing against scipy's documented values, results.png layout, and
+// batch mosaics drawing boxes, keypoints and skeletons at the right pixels.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <opencv2/imgcodecs.hpp>
+
+#include "test_support.h"
+#include "train/plots.h"
+
+using namespace detrain;
+using namespace detrain::train;
+using detrain::test::TempDir;
+
+namespace {
+
+bool pixel_is(const cv::Mat& img, int x, int y, const cv::Scalar& colour) {
+  const auto p = img.at<cv::Vec3b>(y, x);
+  return p[0] == colour[0] && p[1] == colour[1] && p[2] == colour[2];
+}
+
+PlotImage grey_image(int w, int h) {
+  PlotImage p;
+  p.image = cv::Mat(h, w, CV_8UC3, cv::Scalar(128, 128, 128));
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("gaussian smoothing matches scipy gaussian_filter1d", "[unit][train]") {
+  // scipy.ndimage.gaussian_filter1d documentation example, printed to 8 decimals.
+  const auto s1 = gaussian_smooth({1, 2, 3, 4, 5}, 1.0);
+  const std::vector<double> e1 = {1.42704095, 2.06782203, 3.0, 3.93217797, 4.57295905};
+  // sigma 4 on 5 values: the window (radius 16) reflects several times.
+  const auto s4 = gaussian_smooth({1, 2, 3, 4, 5}, 4.0);
+  const std::vector<double> e4 = {2.91948343, 2.95023502, 3.0, 3.04976498, 3.08051657};
+  for (size_t i = 0; i < 5; ++i) {
+    CHECK(s1[i] == Approx(e1[i]).margin(1e-8));  // the documented values carry 8 decimals
+    CHECK(s4[i] == Approx(e4[i]).margin(1e-8));
+  }
+  CHECK(gaussian_smooth({}, 3.0).empty());
+  const auto flat = gaussian_smooth(std::vector<double>(7, 2.5), 3.0);
+  for (double v : flat) CHECK(v == Approx(2.5).epsilon(1e-12));
+}
+
+TEST_CASE("results plot has one panel per column and draws the points", "[unit][train]") {
+  ResultsTable table;
+  table.columns = results_columns({"box", "cls", "dfl"}, false, 3);  // 13 plotted columns
+  for (int e = 1; e <= 12; ++e) {
+    std::vector<double> row = {double(e), 10.0 * e};
+    for (size_t c = 2; c < table.columns.size(); ++c) row.push_back(1.0 / (e + c));
+    table.rows.push_back(row);
+  }
+  table.rows[3][5] = std::nan("");  // a missing metric is skipped, not drawn at 0
+  const cv::Mat img = draw_results(table);
+  CHECK(img.cols == 5 * 300);  // 5 panels a row, 3 rows
+  CHECK(img.rows == 3 * 220);
+  size_t raw = 0, smooth = 0;
+  for (int y = 0; y < img.rows; ++y)
+    for (int x = 0; x < img.cols; ++x) {
+      raw += pixel_is(img, x, y, cv::Scalar(180, 119, 31));
+      smooth += pixel_is(img, x, y, cv::Scalar(14, 127, 255));
+    }
+  CHECK(raw > 13 * 12 * 10);  // at least the 12 filled markers of every panel
+  CHECK(smooth > 13 * 50);
+
+  TempDir dir;
+  save_results_png(table, dir.file("results.png"));
+  const cv::Mat read = cv::imread(dir.file("results.png"));
+  CHECK(read.cols == img.cols);
+  ResultsTable empty;
+  empty.columns = table.columns;
+  save_results_png(empty, dir.file("none.png"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("none.png")));
+}
+
+TEST_CASE("batch mosaic draws boxes keypoints and skips weak predictions", "[unit][train]") {
+  MosaicStyle style;
+  style.names = {"a", "b", "c"};
+  style.kpt_count = 2;
+  style.skeleton = {{0, 1}};
+
+  PlotImage gt = grey_image(100, 80);
+  gt.boxes_xyxy = {{10, 10, 50, 40}};
+  gt.classes = {2};
+  gt.keypoints = {70, 60, 2, 80, 20, 0};  // second keypoint unlabelled
+
+  PlotImage pred = grey_image(100, 80);
+  pred.boxes_xyxy = {{10, 10, 50, 40}, {60, 50, 90, 70}};
+  pred.classes = {1, 0};
+  pred.scores = {0.9f, 0.1f};  // the second is below min_score
+  pred.keypoints = {20, 30, 0.9f, 40, 30, 0.2f, 70, 60, 0.9f, 80, 60, 0.9f};
+
+  const cv::Mat one = draw_batch_mosaic({gt}, style);
+  CHECK(one.cols == 100);
+  CHECK(one.rows == 80);
+  CHECK(pixel_is(one, 10, 25, class_colour(2)));            // left edge of the box
+  CHECK(pixel_is(one, 50, 25, class_colour(2)));            // right edge
+  CHECK(pixel_is(one, 30, 25, cv::Scalar(128, 128, 128)));  // inside stays untouched
+  CHECK(pixel_is(one, 70, 60, class_colour(0)));            // keypoint 0 (non-COCO layout: palette)
+  CHECK(pixel_is(one, 80, 20, cv::Scalar(128, 128, 128)));  // v = 0: not drawn
+
+  const cv::Mat two = draw_batch_mosaic({gt, pred}, style);
+  CHECK(two.cols == 200);  // 2 x 2 grid, one row used
+  CHECK(two.rows == 80);
+  CHECK(pixel_is(two, 100 + 10, 25, class_colour(1)));
+  CHECK(pixel_is(two, 100 + 60, 60, cv::Scalar(128, 128, 128)));  // weak box not drawn
+  CHECK(pixel_is(two, 100 + 40, 30, cv::Scalar(128, 128, 128)));  // keypoint score 0.2 < 0.5
+
+  // Too large: scaled so the longer side fits max_size.
+  style.max_size = 150;
+  const cv::Mat scaled = draw_batch_mosaic({gt, gt, gt, gt}, style);
+  CHECK(scaled.cols == 150);  // 2 x 2 tiles of 75 x 60
+  CHECK(scaled.rows == 120);
+
+  TempDir dir;
+  save_batch_mosaic({gt, pred}, style, dir.file("train_batch0.jpg"));
+  CHECK(cv::imread(dir.file("train_batch0.jpg")).cols == 150);
+}
