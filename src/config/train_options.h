@@ -28,6 +28,10 @@ struct TrainOptions {
   bool plots = true;
   bool sync_bn = false;
   std::vector<int64_t> freeze;
+  std::string progress = "auto";
+  double progress_interval_s = 30.0;
+  int64_t log_every = 10;
+  int64_t plot_batches = 3;
 
   template <class V>
   void visit(V& v) {
@@ -64,6 +68,16 @@ struct TrainOptions {
     v("sync_bn", sync_bn, "synchronise BatchNorm statistics across ranks");
     v("freeze", freeze, "layer indices (model.N) whose parameters are frozen, e.g. [0, 1, 2]",
       Constraint::range(0, 1000));
+    v("progress", progress,
+      "progress line: auto (live on a terminal, plain otherwise), live, plain or off",
+      Constraint::one_of({"auto", "live", "plain", "off"}));
+    v("progress_interval_s", progress_interval_s, "seconds between plain progress lines (logs, CI)",
+      Constraint::range(0.1, 86400));
+    v("log_every", log_every, "write a metrics.jsonl line every N iterations",
+      Constraint::range(1, 1000000));
+    v("plot_batches", plot_batches,
+      "batches drawn as train_batch*.jpg (and val_pred*.jpg); 0 draws none",
+      Constraint::range(0, 100));
   }
 };
 

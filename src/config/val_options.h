@@ -12,6 +12,9 @@ struct ValOptions {
   std::string split = "val";
   int64_t batch = 0;
   bool save_json = true;
+  bool multi_label = true;
+  bool agnostic_nms = false;
+  double predict_conf = 0.25;
 
   template <class V>
   void visit(V& v) {
@@ -22,6 +25,11 @@ struct ValOptions {
     v("batch", batch, "validation batch size; 0 means twice data.batch",
       Constraint::range(0, 8192));
     v("save_json", save_json, "write predictions.json (COCO results format)");
+    v("multi_label", multi_label,
+      "NMS keeps one row per class above conf (else only each box's best class)");
+    v("agnostic_nms", agnostic_nms, "NMS suppresses overlapping boxes across classes");
+    v("predict_conf", predict_conf, "confidence threshold of `detrain predict`",
+      Constraint::range(0, 1));
   }
 };
 

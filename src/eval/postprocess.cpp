@@ -55,6 +55,16 @@ std::vector<Candidate> candidates_of(const float* rows, int64_t n, int64_t width
 
 }  // namespace
 
+NmsOptions nms_options(const config::ValOptions& val, bool predict) {
+  NmsOptions o;
+  o.conf = predict ? val.predict_conf : val.conf;
+  o.iou = val.iou;
+  o.max_det = val.max_det;
+  o.multi_label = val.multi_label;
+  o.agnostic = val.agnostic_nms;
+  return o;
+}
+
 std::vector<int64_t> greedy_nms(const torch::Tensor& boxes_xyxy, const std::vector<int64_t>& groups,
                                 double iou_threshold, int64_t max_keep) {
   TORCH_CHECK(boxes_xyxy.dim() == 2 && boxes_xyxy.size(1) == 4, "greedy_nms: boxes must be [N, 4]");

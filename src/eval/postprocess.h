@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "config/val_options.h"
+
 namespace detrain::eval {
 
 // Detections of one image. Pixels of the network input until mapped with to_original_pixels.
@@ -33,6 +35,9 @@ struct NmsOptions {
   int64_t max_nms = 30000;  // highest-scoring rows that enter NMS
   double max_wh = 7680.0;   // class offset in pixels (boxes must be smaller than this)
 };
+
+// val.{conf, iou, max_det, multi_label, agnostic_nms}; `predict` takes val.predict_conf.
+NmsOptions nms_options(const config::ValOptions& val, bool predict = false);
 
 // decoded: [B, 4 + nc + K*3, A] from the head (boxes cx, cy, w, h in input pixels; sigmoid
 // class scores; keypoints x, y, visibility per keypoint), on any device. Returns B images.

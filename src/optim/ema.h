@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "config/train_options.h"
+
 namespace detrain::optim {
 
 using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
@@ -21,6 +23,10 @@ struct EmaOptions {
   double decay = 0.9999;  // train.ema_decay
   double tau = 2000.0;    // train.ema_tau: ramp length in updates
 };
+
+inline EmaOptions ema_options(const config::TrainOptions& train) {
+  return {train.ema_decay, train.ema_tau};
+}
 
 class ModelEma {
  public:

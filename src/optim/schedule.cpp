@@ -5,8 +5,23 @@
 #include <cmath>
 
 #include "common/errors.h"
+#include "config/experiment.h"
 
 namespace detrain::optim {
+
+ScheduleSettings schedule_settings(const config::Experiment& e) {
+  ScheduleSettings s;
+  s.epochs = e.train.epochs;
+  s.lrf = e.train.lrf;
+  s.cos_lr = e.train.cos_lr;
+  s.warmup_epochs = e.train.warmup_epochs;
+  s.warmup_momentum = e.train.warmup_momentum;
+  s.warmup_bias_lr = e.train.warmup_bias_lr;
+  s.momentum = e.optim.momentum;
+  s.nbs = e.train.nbs;
+  s.batch = e.data.batch;
+  return s;
+}
 
 double numpy_interp(double x, double x0, double x1, double y0, double y1) {
   if (x <= x0) return y0;

@@ -7,6 +7,10 @@
 #include <cstdint>
 #include <vector>
 
+namespace detrain::config {
+struct Experiment;
+}
+
 namespace detrain::optim {
 
 // The schedule-relevant options (train.*, optim.*, data.batch), copied once by the trainer.
@@ -22,6 +26,11 @@ struct ScheduleSettings {
   int64_t nbs = 64;    // nominal batch size: gradients accumulate to about this many images
   int64_t batch = 16;  // images per iteration (all ranks together)
 };
+
+// From the resolved config: train.{epochs, lrf, cos_lr, warmup_epochs, warmup_momentum,
+// warmup_bias_lr, nbs}, optim.momentum and data.batch (one process; a distributed trainer sets
+// `batch` to the global batch afterwards).
+ScheduleSettings schedule_settings(const config::Experiment& experiment);
 
 // numpy.interp(x, [x0, x1], [y0, y1]) with numpy's arithmetic: y0 at or left of x0, y1 at or
 // right of x1, else slope * (x - x0) + y0.

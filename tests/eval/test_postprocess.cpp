@@ -119,6 +119,22 @@ TEST_CASE("NMS postprocess multi-label class-aware with keypoints carried", "[un
   }
 }
 
+TEST_CASE("NMS options come from the val section", "[unit][eval]") {
+  config::ValOptions val;
+  val.conf = 0.01;
+  val.iou = 0.6;
+  val.max_det = 100;
+  val.multi_label = false;
+  val.agnostic_nms = true;
+  const NmsOptions o = nms_options(val);
+  CHECK(o.conf == 0.01);
+  CHECK(o.iou == 0.6);
+  CHECK(o.max_det == 100);
+  CHECK_FALSE(o.multi_label);
+  CHECK(o.agnostic);
+  CHECK(nms_options(val, /*predict=*/true).conf == 0.25);
+}
+
 TEST_CASE("NMS postprocess handles a batch with an empty image", "[unit][eval]") {
   torch::Tensor decoded = torch::cat({decoded_five_anchors(), torch::zeros({1, 9, 5})}, 0);
   const auto out = nms_postprocess(decoded, 2, NmsOptions{});

@@ -48,6 +48,15 @@ TEST_CASE("EMA decay ramps as decay times 1 - exp(-u/tau)", "[unit][optim]") {
   CHECK(ema.updates() == 0);
 }
 
+TEST_CASE("EMA options come from the train section", "[unit][optim]") {
+  config::TrainOptions train;
+  train.ema_decay = 0.999;
+  train.ema_tau = 500;
+  const EmaOptions o = ema_options(train);
+  CHECK(o.decay == 0.999);
+  CHECK(o.tau == 500);
+}
+
 TEST_CASE("EMA starts as an fp32 copy in eval mode without gradients", "[unit][optim]") {
   torch::manual_seed(1);
   TinyNet model, copy;

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/errors.h"
+#include "config/config.h"
 #include "optim/schedule.h"
 
 using namespace detrain;
@@ -160,4 +161,19 @@ TEST_CASE("end-to-end loss weight schedule", "[unit][optim]") {
 
 TEST_CASE("schedule rejects an empty epoch", "[unit][optim]") {
   CHECK_THROWS_AS(TrainSchedule(ScheduleSettings{}, 0, {}), ConfigError);
+}
+
+TEST_CASE("schedule settings come from the resolved config", "[unit][optim]") {
+  auto resolved = config::resolve("", {"train.epochs=7", "train.cos_lr=true", "data.batch=8",
+                                       "optim.momentum=0.9", "train.warmup_epochs=0"});
+  const ScheduleSettings s = schedule_settings(resolved.experiment);
+  CHECK(s.epochs == 7);
+  CHECK(s.cos_lr);
+  CHECK(s.batch == 8);
+  CHECK(s.momentum == 0.9);
+  CHECK(s.warmup_epochs == 0);
+  CHECK(s.nbs == 64);
+  CHECK(s.lrf == 0.01);
+  CHECK(s.warmup_bias_lr == 0.1);
+  CHECK(s.warmup_momentum == 0.8);
 }
