@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <string>
 
@@ -51,6 +52,25 @@ std::vector<Candidate> candidates_of(const float* rows, int64_t n, int64_t width
     }
   }
   return out;
+}
+
+// The `limit` highest-scoring candidates, ties broken by their order (the first `limit` of a
+// stable descending sort), in their original order; selection instead of a full sort.
+std::vector<Candidate> keep_best(std::vector<Candidate> cand, int64_t limit) {
+  if (limit < 0 || static_cast<int64_t>(cand.size()) <= limit) return cand;
+  if (limit == 0) return {};
+  std::vector<float> scores(cand.size());
+  for (size_t i = 0; i < cand.size(); ++i) scores[i] = cand[i].score;
+  std::nth_element(scores.begin(), scores.begin() + (limit - 1), scores.end(), std::greater<>());
+  const float threshold = scores[static_cast<size_t>(limit - 1)];
+  int64_t above = 0;
+  for (const auto& c : cand) above += c.score > threshold;
+  int64_t ties_left = limit - above;
+  std::vector<Candidate> kept;
+  kept.reserve(static_cast<size_t>(limit));
+  for (const auto& c : cand)
+    if (c.score > threshold || (c.score == threshold && ties_left-- > 0)) kept.push_back(c);
+  return kept;
 }
 
 }  // namespace
@@ -138,11 +158,11 @@ std::vector<ImageDetections> nms_postprocess(const torch::Tensor& decoded, int64
     const torch::Tensor rows =
         x[img].index({is_candidate[img]}).to(torch::kCPU, torch::kFloat).contiguous();  // [n, C]
     const float* r = rows.data_ptr<float>();
-    std::vector<Candidate> cand = candidates_of(r, rows.size(0), width, nc, o);
+    std::vector<Candidate> cand =
+        keep_best(candidates_of(r, rows.size(0), width, nc, o), o.max_nms);
     // Stable: ties keep (anchor, class) order, so results do not depend on the sort.
     std::stable_sort(cand.begin(), cand.end(),
                      [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
-    if (static_cast<int64_t>(cand.size()) > o.max_nms) cand.resize(static_cast<size_t>(o.max_nms));
     const int64_t n = static_cast<int64_t>(cand.size());
     if (n == 0) {
       out.push_back(empty_detections(extra));

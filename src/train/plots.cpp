@@ -289,8 +289,9 @@ cv::Mat draw_batch_mosaic(const std::vector<PlotImage>& images, const MosaicStyl
     cv::rectangle(mosaic, cv::Rect(origin, cv::Size(tw, th)), kWhite, std::max(1, line));
     if (!item.title.empty()) {
       const std::string title = item.title.size() > 40 ? item.title.substr(0, 40) : item.title;
-      put_text(mosaic, title, origin + cv::Point(5, static_cast<int>(16 * font / 0.4)), font,
-               cv::Scalar(220, 220, 220), 1);
+      // Bottom-left, where it collides less with labels than the reference's top-left.
+      put_text(mosaic, title, origin + cv::Point(5, th - 6 - line), font, cv::Scalar(220, 220, 220),
+               1);
     }
   }
   return mosaic;

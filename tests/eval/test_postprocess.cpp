@@ -119,6 +119,25 @@ TEST_CASE("NMS postprocess multi-label class-aware with keypoints carried", "[un
   }
 }
 
+TEST_CASE("max_nms cut keeps the earliest rows among equal scores", "[unit][eval]") {
+  // [1, 4 + 1, 4]: anchors far apart; scores 0.5, 0.9, 0.5, 0.5 (one class).
+  const torch::Tensor decoded = torch::tensor({10.f, 100.f, 200.f, 300.f,  // cx
+                                               10.f, 10.f,  10.f,  10.f,   // cy
+                                               8.f,  8.f,   8.f,   8.f,    // w
+                                               8.f,  8.f,   8.f,   8.f,    // h
+                                               0.5f, 0.9f,  0.5f,  0.5f})
+                                    .reshape({1, 5, 4});
+  NmsOptions o;
+  o.max_nms = 3;  // 0.9 and the first two 0.5 rows (anchors 0 and 2) enter, anchor 3 does not
+  const auto d = nms_postprocess(decoded, 1, o)[0];
+  REQUIRE(d.size() == 3);
+  CHECK(d.boxes_xyxy[0][0].item<float>() == 96.f);
+  CHECK(d.boxes_xyxy[1][0].item<float>() == 6.f);
+  CHECK(d.boxes_xyxy[2][0].item<float>() == 196.f);
+  o.max_nms = 1;
+  CHECK(nms_postprocess(decoded, 1, o)[0].boxes_xyxy[0][0].item<float>() == 96.f);
+}
+
 TEST_CASE("NMS options come from the val section", "[unit][eval]") {
   config::ValOptions val;
   val.conf = 0.01;
