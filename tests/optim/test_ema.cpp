@@ -41,9 +41,11 @@ TEST_CASE("EMA decay ramps as decay times 1 - exp(-u/tau)", "[unit][optim]") {
   ModelEma ema(copy.ptr(), *model, {0.9999, 2000.0});
   CHECK(ema.decay_at(0) == 0.0);
   // 0.9999 * (1 - exp(-1/2000)) = 0.9999 * 4.998750208307e-4 = 4.99825033...e-4
+  // Relative 1e-15: the same expression, evaluated once more (a few double roundings).
   CHECK(ema.decay_at(1) == Approx(0.9999 * (1.0 - std::exp(-0.0005))).epsilon(1e-15));
+  // Relative 1e-10: the hand value is written with 13 significant digits.
   CHECK(ema.decay_at(1) == Approx(4.998250332806e-4).epsilon(1e-10));
-  // u = 2000: 0.9999 * (1 - 1/e) = 0.63206...
+  // u = 2000: 0.9999 * (1 - 1/e); relative 1e-14: exp() rounding and 16 written digits.
   CHECK(ema.decay_at(2000) == Approx(0.9999 * 0.6321205588285577).epsilon(1e-14));
   CHECK(ema.updates() == 0);
 }
