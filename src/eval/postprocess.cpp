@@ -246,9 +246,9 @@ std::vector<ImageDetections> end2end_postprocess(const torch::Tensor& detections
 ImageDetections to_original_pixels(const ImageDetections& det, const ImageFrame& f) {
   TORCH_CHECK(f.ratio_x > 0 && f.ratio_y > 0, "to_original_pixels: ratios must be positive");
   torch::NoGradGuard no_grad;
-  auto unmap = [&](const torch::Tensor& xy) {  // [..., 2] -> [..., 2]
-    torch::Tensor x = (xy.select(-1, 0) - f.pad_left) / f.ratio_x;
-    torch::Tensor y = (xy.select(-1, 1) - f.pad_top) / f.ratio_y;
+  auto unmap = [&](const torch::Tensor& xy) {                       // [..., 2] -> [..., 2]
+    torch::Tensor x = (xy.select(-1, 0) - f.pad_left) / f.ratio_x;  // [...]
+    torch::Tensor y = (xy.select(-1, 1) - f.pad_top) / f.ratio_y;   // [...]
     x = x.clamp(0.0, static_cast<double>(f.orig_width));
     y = y.clamp(0.0, static_cast<double>(f.orig_height));
     return torch::stack({x, y}, -1);
@@ -272,10 +272,10 @@ std::vector<CocoRecord> to_coco_records(const ImageDetections& det, int64_t imag
   std::vector<CocoRecord> out;
   out.reserve(static_cast<size_t>(n));
   if (n == 0) return out;
-  const torch::Tensor boxes = det.boxes_xyxy.to(torch::kCPU, torch::kFloat).contiguous();
-  const torch::Tensor scores = det.scores.to(torch::kCPU, torch::kFloat).contiguous();
-  const torch::Tensor classes = det.classes.to(torch::kCPU, torch::kLong).contiguous();
-  torch::Tensor kpts;
+  const torch::Tensor boxes = det.boxes_xyxy.to(torch::kCPU, torch::kFloat).contiguous();  // [N, 4]
+  const torch::Tensor scores = det.scores.to(torch::kCPU, torch::kFloat).contiguous();     // [N]
+  const torch::Tensor classes = det.classes.to(torch::kCPU, torch::kLong).contiguous();    // [N]
+  torch::Tensor kpts;  // [N, K, 3] when the detections carry keypoints
   if (det.keypoints.defined()) kpts = det.keypoints.to(torch::kCPU, torch::kFloat).contiguous();
   const float* b = boxes.data_ptr<float>();
   const float* s = scores.data_ptr<float>();

@@ -61,7 +61,7 @@ ModelEma::ModelEma(std::shared_ptr<torch::nn::Module> ema_model, const torch::nn
     auto it = target.find(name);
     if (it == target.end())
       throw ModelError("EMA model has no '" + name + "'; build both from the same architecture");
-    torch::Tensor ema_tensor = it->second;
+    torch::Tensor ema_tensor = it->second;  // [...] same shape as model_tensor
     if (!ema_tensor.sizes().equals(model_tensor.sizes()))
       throw ModelError("EMA model's '" + name + "' is " + shape_text(ema_tensor) +
                        " but the trained model's is " + shape_text(model_tensor));
@@ -86,7 +86,7 @@ void ModelEma::update() {
   const double d = decay_at(updates_);
   std::vector<torch::Tensor> slow_ema, slow_model;
   for (const Entry& entry : floating_) {
-    const torch::Tensor model = entry.model.detach();
+    const torch::Tensor model = entry.model.detach();  // [...] shape of entry.ema
     if (cpu_fast_path(entry.ema, model)) {
       blend_cpu(entry.ema, model, static_cast<float>(d), static_cast<float>(1.0 - d));
     } else {

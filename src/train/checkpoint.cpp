@@ -91,7 +91,7 @@ class Writer {
     // Hash in the order the reader sees things: the names entry, then each tensor.
     text(key + "_names", join(names, "\n"));
     for (size_t i = 0; i < names.size(); ++i) {
-      const torch::Tensor t = list.get(i);
+      const torch::Tensor t = list.get(i);  // [...] any shape, CPU contiguous
       hash_.text(names[i]);
       hash_.bytes(t.data_ptr(), t.numel() * t.element_size());
     }
@@ -136,7 +136,7 @@ class Reader {
     if (names.size() != list.size()) corrupt(path_, "entry '" + key + "' is incomplete");
     NamedTensors out;
     for (size_t i = 0; i < names.size(); ++i) {
-      torch::Tensor t = list.get(i).contiguous();
+      torch::Tensor t = list.get(i).contiguous();  // [...] any shape
       hash_.text(names[i]);
       hash_.bytes(t.data_ptr(), t.numel() * t.element_size());
       out.emplace_back(names[i], t);
