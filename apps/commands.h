@@ -32,5 +32,6 @@ Command add_bench_command(CLI::App& root);
 Command add_model_command(CLI::App& root);
 
 // `detrain bench` kinds (registered in cmd_bench.cpp).
+Command add_bench_model(CLI::App& bench);
 
 }  // namespace detrain::cli
