@@ -80,6 +80,18 @@ void check_shapes(const std::string& arch, int64_t batch, int64_t height, int64_
   }
 }
 
+using Published = std::vector<std::tuple<const char*, const char*, double>>;
+
+// Training-graph GFLOPs at 640 px, nc 80, against reference-yolo.md 1.5. The published figures
+// are rounded to 0.1 and include BN (~1%); 2% is the bar.
+void check_published_gflops(const Published& published) {
+  for (const auto& [arch, scale, expected] : published) {
+    INFO(arch << " " << scale);
+    auto model = build(arch, scale, 80);
+    CHECK(gflops(*model, 640) == Approx(expected).epsilon(0.02));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("train and eval outputs have the documented shapes at batch 1 and 4", "[unit][model]") {
@@ -169,13 +181,22 @@ TEST_CASE("fused inference equals unfused within 1e-4 relative", "[unit][model]"
   }
 }
 
-TEST_CASE("yolo26n fused matches the published inference size", "[unit][model]") {
-  // Docs table (reference-yolo.md 1.5): YOLO26n 2.4 M params and 5.4 GFLOPs, fused, one-to-one
-  // head only. GFLOPs within 2% (BN is not counted here; the reference profiler counts it).
-  auto model = build("models/yolo26.yaml");
-  model->fuse();
-  CHECK(std::round(model_totals(*model).parameters / 1e5) / 10 == Approx(2.4));
-  CHECK(gflops(*model, 640) == Approx(5.4).epsilon(0.02));
+TEST_CASE("fused yolo26 models match the published inference sizes", "[unit][model]") {
+  // Docs tables (reference-yolo.md 1.5): fused, one-to-one head only, params in millions
+  // (rounded to 0.1) and GFLOPs; detect nc 80, pose nc 1. GFLOPs within 2%: BN is folded, and
+  // the docs' figures are rounded to 0.1.
+  const std::vector<std::tuple<const char*, const char*, int64_t, double, double>> docs{
+      {"models/yolo26.yaml", "n", 80, 2.4, 5.4},
+      {"models/yolo26.yaml", "s", 80, 9.5, 20.7},
+      {"models/yolo26-pose.yaml", "n", 1, 2.9, 7.5},
+      {"models/yolo26-pose.yaml", "s", 1, 10.4, 23.9}};
+  for (const auto& [arch, scale, nc, params_m, published_gflops] : docs) {
+    INFO(arch << " " << scale);
+    auto model = build(arch, scale, nc);
+    model->fuse();
+    CHECK(std::round(model_totals(*model).parameters / 1e5) / 10 == Approx(params_m));
+    CHECK(gflops(*model, 640) == Approx(published_gflops).epsilon(0.02));
+  }
 }
 
 TEST_CASE("backward reaches every trainable parameter except the detached ones", "[unit][model]") {
@@ -218,32 +239,23 @@ TEST_CASE("backward reaches every trainable parameter except the detached ones",
 
 TEST_CASE("GFLOPs at 640 are within 2% of the published figures", "[unit][model]") {
   // reference-yolo.md 1.5: training graph at 640 px, nc 80 (n and s here; [slow] covers m/l/x).
-  const std::vector<std::tuple<const char*, const char*, double>> published{
+  const Published published{
       {"models/yolo26.yaml", "n", 6.1},       {"models/yolo26.yaml", "s", 22.8},
       {"models/yolo26-pose.yaml", "n", 10.7}, {"models/yolo26-pose.yaml", "s", 29.6},
       {"models/yolo11.yaml", "n", 6.6},       {"models/yolo11.yaml", "s", 21.7},
       {"models/yolo11-pose.yaml", "n", 7.7},  {"models/yolo11-pose.yaml", "s", 23.5}};
-  for (const auto& [arch, scale, expected] : published) {
-    INFO(arch << " " << scale);
-    auto model = build(arch, scale, 80);
-    // Published figures are rounded to 0.1 and include BN (~1%); 2% is the bar.
-    CHECK(gflops(*model, 640) == Approx(expected).epsilon(0.02));
-  }
+  check_published_gflops(published);
 }
 
 TEST_CASE("GFLOPs of the m l x scales are within 2% of the published figures", "[slow][model]") {
-  const std::vector<std::tuple<const char*, const char*, double>> published{
+  const Published published{
       {"models/yolo26.yaml", "m", 75.4},       {"models/yolo26.yaml", "l", 93.8},
       {"models/yolo26.yaml", "x", 209.5},      {"models/yolo26-pose.yaml", "m", 85.9},
       {"models/yolo26-pose.yaml", "l", 104.3}, {"models/yolo26-pose.yaml", "x", 226.3},
       {"models/yolo11.yaml", "m", 68.5},       {"models/yolo11.yaml", "l", 87.6},
       {"models/yolo11.yaml", "x", 196.0},      {"models/yolo11-pose.yaml", "m", 72.3},
       {"models/yolo11-pose.yaml", "l", 91.4},  {"models/yolo11-pose.yaml", "x", 204.3}};
-  for (const auto& [arch, scale, expected] : published) {
-    INFO(arch << " " << scale);
-    auto model = build(arch, scale, 80);
-    CHECK(gflops(*model, 640) == Approx(expected).epsilon(0.02));  // as above
-  }
+  check_published_gflops(published);
 }
 
 TEST_CASE("GFLOPs counting leaves BN statistics and the training mode alone", "[unit][model]") {

@@ -33,7 +33,7 @@ constexpr double kRunningStatsRel = 1e-5;
 constexpr double kDecodedRel = 1e-3;
 
 // Comparisons of one model; remembers the worst max|diff| / max|ref| per tolerance so that the
-// margin to each tolerance is printed in the test log.
+// margin to each tolerance is printed in the test log (DETRAIN_PARITY_VERBOSE=1: every check).
 class Parity {
  public:
   void close(const std::string& name, const torch::Tensor& ours, const torch::Tensor& ref,
@@ -204,39 +204,30 @@ void check_param_order(YoloModelImpl& model, const std::string& loss_file) {
   CHECK(ours == names);
 }
 
+// Everything above for one golden model (`name`_weights / _forward / _loss files).
+void check_model(const std::string& name, const std::string& arch, int64_t nc) {
+  const auto golden = load_golden(name);
+  if (!golden) return;
+  auto model = build_loaded(arch, nc, *golden);
+  check_names(*model, *golden);
+  check_param_order(*model, name + "_loss.safetensors");
+  Parity parity;
+  check_forward(parity, *model, *golden, nc);
+  parity.print(name);
+}
+
 }  // namespace
 
 TEST_CASE("yolo26n forward matches the reference", "[parity][model]") {
-  const auto golden = load_golden("yolo26n");
-  if (!golden) return;
-  auto model = build_loaded("models/yolo26.yaml", 80, *golden);
-  check_names(*model, *golden);
-  check_param_order(*model, "yolo26n_loss.safetensors");
-  Parity parity;
-  check_forward(parity, *model, *golden, 80);
-  parity.print("yolo26n");
+  check_model("yolo26n", "models/yolo26.yaml", 80);
 }
 
 TEST_CASE("yolo26n-pose forward matches the reference", "[parity][model]") {
-  const auto golden = load_golden("yolo26n-pose");
-  if (!golden) return;
-  auto model = build_loaded("models/yolo26-pose.yaml", 1, *golden);
-  check_names(*model, *golden);
-  check_param_order(*model, "yolo26n-pose_loss.safetensors");
-  Parity parity;
-  check_forward(parity, *model, *golden, 1);
-  parity.print("yolo26n-pose");
+  check_model("yolo26n-pose", "models/yolo26-pose.yaml", 1);
 }
 
 TEST_CASE("yolo11n forward matches the reference", "[parity][model]") {
-  const auto golden = load_golden("yolo11n");
-  if (!golden) return;
-  auto model = build_loaded("models/yolo11.yaml", 80, *golden);
-  check_names(*model, *golden);
-  check_param_order(*model, "yolo11n_loss.safetensors");
-  Parity parity;
-  check_forward(parity, *model, *golden, 80);
-  parity.print("yolo11n");
+  check_model("yolo11n", "models/yolo11.yaml", 80);
 }
 
 TEST_CASE("yolo26n optimizer groups match the reference MuSGD routing", "[parity][model]") {
