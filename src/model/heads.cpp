@@ -254,16 +254,24 @@ EvalOutput HeadImpl::forward_eval(const std::vector<torch::Tensor>& feats, int64
 torch::Tensor HeadImpl::decode(const BranchOutput& branch,
                                const std::vector<torch::Tensor>& feats) {
   const auto& o = options_;
-  const auto anchors = geometry::make_anchors(feats, o.strides, 0.5);
-  const auto points = anchors.points.transpose(0, 1);                  // [2, A] grid units
-  const auto strides = anchors.strides.transpose(0, 1);                // [1, A]
-  auto distances = o.reg_max > 1 ? dfl_(branch.boxes) : branch.boxes;  // [B, 4, A]
+  // Pixel coordinates are decoded in fp32 at least: bf16 cannot hold 159.5 (a 1280 px grid).
+  auto wide = [](const torch::Tensor& t) {
+    const auto type = t.scalar_type();
+    return type == torch::kBFloat16 || type == torch::kHalf ? t.to(torch::kFloat) : t;
+  };
+  const auto raw_boxes = wide(branch.boxes);  // [B, 4*reg_max, A]
+  std::vector<std::pair<int64_t, int64_t>> sizes;
+  for (const auto& f : feats) sizes.emplace_back(f.size(2), f.size(3));
+  const auto anchors = geometry::make_anchors(sizes, o.strides, 0.5, raw_boxes.options());
+  const auto points = anchors.points.transpose(0, 1);            // [2, A] grid units
+  const auto strides = anchors.strides.transpose(0, 1);          // [1, A]
+  auto distances = o.reg_max > 1 ? dfl_(raw_boxes) : raw_boxes;  // [B, 4, A]
   auto boxes = geometry::dist2bbox(distances, points.unsqueeze(0), /*xywh=*/!o.end2end, 1) *
                strides;  // [B, 4, A] px
-  std::vector<torch::Tensor> columns{boxes, branch.scores.sigmoid()};
+  std::vector<torch::Tensor> columns{boxes, wide(branch.scores).sigmoid()};
   if (o.pose()) {
     const int64_t ndim = o.kpt_shape[1];
-    auto kpts = branch.kpts.clone();  // [B, K*ndim, A]
+    auto kpts = wide(branch.kpts).clone();  // [B, K*ndim, A]
     auto x = kpts.slice(1, 0, c10::nullopt, ndim);
     auto y = kpts.slice(1, 1, c10::nullopt, ndim);
     if (ndim == 3) {

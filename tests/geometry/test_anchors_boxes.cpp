@@ -7,7 +7,8 @@
 
 using namespace detrain::geometry;
 
-TEST_CASE("anchors are level by level, row-major, centred in their cells", "[unit][geometry]") {
+TEST_CASE("anchors are level by level and row-major and centred in their cells",
+          "[unit][geometry]") {
   const auto anchors = make_anchors({{2, 3}, {1, 2}}, {8, 16}, 0.5, torch::kFloat);
   // Level 0 (2 rows x 3 columns, y first then x), then level 1 (1 x 2); grid units.
   const auto expected = torch::tensor({0.5f, 0.5f, 1.5f, 0.5f, 2.5f, 0.5f, 0.5f, 1.5f, 1.5f, 1.5f,

@@ -7,7 +7,7 @@
 
 using detrain::test::run_detrain;
 
-TEST_CASE("detrain model prints the layer table, totals and census", "[smoke][model]") {
+TEST_CASE("detrain model prints the layer table and totals and census", "[smoke][model]") {
   const auto r = run_detrain("model --model models/yolo26.yaml --scale n --census");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);

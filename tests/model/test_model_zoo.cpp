@@ -6,6 +6,7 @@
 
 #include "common/errors.h"
 #include "model/census.h"
+#include "model/state_dict.h"
 #include "model/yolo_model.h"
 #include "optim/param_roles.h"
 #include "test_support.h"
@@ -198,7 +199,7 @@ TEST_CASE("scale rules come from the YAML", "[unit][model]") {
   }
 }
 
-TEST_CASE("head initialisation: biases, one-to-one copy, frozen DFL", "[unit][model]") {
+TEST_CASE("head initialisation: biases and one-to-one copy and frozen DFL", "[unit][model]") {
   auto model = build("models/yolo26.yaml", "n");
   const auto params = model->head()->named_parameters();
   // Box bias 2.0; class prior log(5 / nc / (640 / stride)^2) per level (reference bias_init).
@@ -271,7 +272,7 @@ TEST_CASE("architecture names resolve with or without the scale", "[unit][model]
   CHECK_THROWS_WITH(build_network(options), Catch::Contains("names scale n but scale s"));
 }
 
-TEST_CASE("bad architecture files fail with the file, row and a fix", "[unit][model]") {
+TEST_CASE("bad architecture files fail naming the file and row with a fix", "[unit][model]") {
   test::TempDir dir("model-yaml");
   auto error_of = [&](const std::string& yaml) -> std::string {
     test::write_text(dir.file("net.yaml"), yaml);
@@ -320,4 +321,72 @@ TEST_CASE("bad architecture files fail with the file, row and a fix", "[unit][mo
   options.scale = "";
   CHECK_THROWS_WITH(build_network(options), Catch::Contains("not found; available:") &&
                                                 Catch::Contains("models/yolo26.yaml"));
+}
+
+TEST_CASE("model options pick architecture scale classes keypoints and weights", "[unit][model]") {
+  config::ModelOptions options;
+  options.arch = "models/yolo11.yaml";
+  options.scale = "n";
+  CHECK(make_model(options)->arch().nc == 80);    // the YAML's
+  CHECK(make_model(options, 5)->arch().nc == 5);  // the data set's
+  options.nc = 3;
+  CHECK(make_model(options, 5)->arch().nc == 3);  // model.nc wins
+  options.arch = "yolo26s";                       // a scale in the name wins over model.scale
+  CHECK(make_model(options)->arch().name() == "yolo26s");
+  options.arch = "models/yolo26-pose.yaml";
+  auto pose = make_model(options, 0, std::array<int64_t, 2>{5, 2});
+  CHECK(pose->arch().kpt_shape == std::array<int64_t, 2>{5, 2});
+  CHECK(pose->head()->named_parameters()["cv4_kpts.0.weight"].size(0) == 10);
+  CHECK(pose->head()->named_parameters()["cv4_sigma.0.weight"].size(0) == 10);
+
+  test::TempDir dir("model-weights");
+  options.arch = "models/yolo26.yaml";
+  auto source = make_model(options);
+  save_weights(*source, dir.file("w.safetensors"));
+  options.weights = dir.file("w.safetensors");
+  auto loaded = make_model(options);
+  const auto expected = source->named_parameters();
+  for (const auto& item : loaded->named_parameters())
+    CHECK(torch::equal(item.value(), expected[item.key()]));
+  options.nc = 7;  // weights for 3 classes do not fit a 7-class head
+  CHECK_THROWS_AS(make_model(options), ModelError);
+}
+
+TEST_CASE("RealNVP log density follows the affine couplings", "[unit][model]") {
+  RealNVP flow;
+  const auto x = torch::tensor({{0.3f, -1.2f}, {2.0f, 0.5f}, {0.0f, 0.0f}});  // [3, 2]
+  // Default init: xavier-uniform with gain 0.01, so every weight is tiny.
+  for (const auto& item : flow->named_parameters()) {
+    if (item.key().find("weight") != std::string::npos)
+      CHECK(item.value().abs().max().item<float>() < 0.01f * std::sqrt(6.0f / 66.0f) + 1e-7f);
+  }
+  // Zero weights: each scale net outputs tanh(a) and each shift net d (their last biases), so
+  // every coupling maps its free coordinate to (z - d) * exp(-tanh(a)); hand-derived density
+  // with loc (0.5, -0.25) and cov diag(4, 1).
+  const double a[2] = {0.7, -0.4}, d[2] = {0.2, -0.3};
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& item : flow->named_parameters()) item.value().zero_();
+    for (int i = 0; i < 6; ++i) {
+      const auto params = flow->named_parameters();
+      params["s." + std::to_string(i) + ".4.bias"].copy_(torch::tensor({a[0], a[1]}));
+      params["t." + std::to_string(i) + ".4.bias"].copy_(torch::tensor({d[0], d[1]}));
+    }
+    flow->loc.copy_(torch::tensor({0.5f, -0.25f}));
+    flow->cov.copy_(torch::tensor({{4.f, 0.f}, {0.f, 1.f}}));
+  }
+  const auto log_p = flow->log_prob(x);  // [3]
+  for (int64_t n = 0; n < 3; ++n) {
+    double z[2] = {x[n][0].item<double>(), x[n][1].item<double>()};
+    double log_det = 0;
+    for (int i = 5; i >= 0; --i) {
+      const int free = i % 2 == 0 ? 0 : 1;  // masks alternate [0, 1], [1, 0]
+      z[free] = (z[free] - d[free]) * std::exp(-std::tanh(a[free]));
+      log_det -= std::tanh(a[free]);
+    }
+    const double dz0 = z[0] - 0.5, dz1 = z[1] + 0.25;
+    const double expected =
+        -std::log(2 * M_PI) - 0.5 * std::log(4.0) - 0.5 * (dz0 * dz0 / 4 + dz1 * dz1) + log_det;
+    CHECK(log_p[n].item<double>() == Approx(expected).epsilon(1e-5));  // fp32 arithmetic
+  }
 }

@@ -34,8 +34,7 @@ std::string error_of(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("safetensors round trip keeps dtypes, shapes, values, order and metadata",
-          "[unit][model]") {
+TEST_CASE("safetensors round trip keeps dtypes shapes values order and metadata", "[unit][model]") {
   test::TempDir dir("safetensors");
   const std::vector<std::pair<std::string, torch::Tensor>> tensors{
       {"z.f32", torch::randn({2, 3})},
