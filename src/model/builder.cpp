@@ -6,7 +6,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -17,172 +16,13 @@
 #include "common/errors.h"
 #include "common/paths.h"
 #include "common/strings.h"
+#include "model/yaml_args.h"
 
 namespace detrain::model {
 
 namespace {
 
 namespace fs = std::filesystem;
-
-// ---- arguments -------------------------------------------------------------------------------
-
-// One YAML argument, typed the way Python's literal_eval would type it.
-struct Arg {
-  enum class Kind { kNone, kInt, kFloat, kBool, kString, kList };
-  Kind kind = Kind::kNone;
-  int64_t i = 0;
-  double f = 0;
-  bool b = false;
-  std::string s;
-  std::vector<Arg> list;
-
-  static Arg none() { return {}; }
-  static Arg integer(int64_t v) {
-    Arg a;
-    a.kind = Kind::kInt;
-    a.i = v;
-    return a;
-  }
-  static Arg boolean(bool v) {
-    Arg a;
-    a.kind = Kind::kBool;
-    a.b = v;
-    return a;
-  }
-  static Arg ints(const std::vector<int64_t>& values) {
-    Arg a;
-    a.kind = Kind::kList;
-    for (int64_t v : values) a.list.push_back(integer(v));
-    return a;
-  }
-};
-
-std::string repr(const Arg& a) {
-  switch (a.kind) {
-    case Arg::Kind::kNone:
-      return "None";
-    case Arg::Kind::kInt:
-      return std::to_string(a.i);
-    case Arg::Kind::kBool:
-      return a.b ? "True" : "False";
-    case Arg::Kind::kString:
-      return "'" + a.s + "'";
-    case Arg::Kind::kFloat: {
-      char buffer[64];
-      auto result = std::to_chars(buffer, buffer + sizeof buffer, a.f);
-      std::string text(buffer, result.ptr);
-      if (text.find_first_of(".e") == std::string::npos) text += ".0";
-      return text;
-    }
-    case Arg::Kind::kList: {
-      std::vector<std::string> parts;
-      for (const auto& item : a.list) parts.push_back(repr(item));
-      return "[" + join(parts, ", ") + "]";
-    }
-  }
-  return "?";
-}
-
-// Reading the arguments of one row, with the row named in every complaint.
-class RowArgs {
- public:
-  RowArgs(std::vector<Arg> args, std::string where)
-      : args_(std::move(args)), where_(std::move(where)) {}
-
-  size_t size() const { return args_.size(); }
-  const std::vector<Arg>& all() const { return args_; }
-  bool has(size_t i) const { return i < args_.size() && args_[i].kind != Arg::Kind::kNone; }
-
-  int64_t integer(size_t i, int64_t fallback) const {
-    if (!has(i)) return fallback;
-    const auto& a = args_[i];
-    if (a.kind == Arg::Kind::kInt) return a.i;
-    if (a.kind == Arg::Kind::kBool) return a.b ? 1 : 0;
-    throw fail(i, "an integer");
-  }
-  double real(size_t i, double fallback) const {
-    if (!has(i)) return fallback;
-    const auto& a = args_[i];
-    if (a.kind == Arg::Kind::kFloat) return a.f;
-    if (a.kind == Arg::Kind::kInt) return static_cast<double>(a.i);
-    throw fail(i, "a number");
-  }
-  bool flag(size_t i, bool fallback) const {
-    if (!has(i)) return fallback;
-    const auto& a = args_[i];
-    if (a.kind == Arg::Kind::kBool) return a.b;
-    if (a.kind == Arg::Kind::kInt) return a.i != 0;
-    throw fail(i, "True or False");
-  }
-  std::pair<int64_t, int64_t> pair(size_t i, std::pair<int64_t, int64_t> fallback) const {
-    if (!has(i)) return fallback;
-    const auto& a = args_[i];
-    if (a.kind == Arg::Kind::kInt) return {a.i, a.i};
-    if (a.kind == Arg::Kind::kList && a.list.size() == 2 && a.list[0].kind == Arg::Kind::kInt &&
-        a.list[1].kind == Arg::Kind::kInt)
-      return {a.list[0].i, a.list[1].i};
-    throw fail(i, "an integer or a pair of integers");
-  }
-  std::string text(size_t i, const std::string& fallback) const {
-    if (!has(i)) return fallback;
-    if (args_[i].kind == Arg::Kind::kString) return args_[i].s;
-    throw fail(i, "a string");
-  }
-
-  ModelError fail(size_t i, const std::string& expected) const {
-    return ModelError(where_ + ": argument " + std::to_string(i + 1) + " is " + repr(args_[i]) +
-                      ", expected " + expected);
-  }
-  ModelError fail(const std::string& message) const { return ModelError(where_ + ": " + message); }
-
- private:
-  std::vector<Arg> args_;
-  std::string where_;
-};
-
-bool is_integer_text(const std::string& s) {
-  if (s.empty()) return false;
-  size_t start = (s[0] == '-' || s[0] == '+') ? 1 : 0;
-  return start < s.size() && std::all_of(s.begin() + static_cast<long>(start), s.end(), [](char c) {
-           return std::isdigit(static_cast<unsigned char>(c));
-         });
-}
-
-// YAML scalar -> Arg, resolving the symbols the reference's parse_model resolves (nc,
-// kpt_shape) and Python literals (None, True, False) written unquoted.
-Arg to_arg(const YAML::Node& node, const std::map<std::string, Arg>& symbols,
-           const std::string& where) {
-  if (node.IsNull()) return Arg::none();
-  if (node.IsSequence()) {
-    Arg a;
-    a.kind = Arg::Kind::kList;
-    for (const auto& item : node) a.list.push_back(to_arg(item, symbols, where));
-    return a;
-  }
-  if (!node.IsScalar()) throw ModelError(where + ": arguments must be scalars or lists");
-  const std::string text = node.Scalar();
-  Arg a;
-  if (node.Tag() == "!") {  // quoted: always a string
-    a.kind = Arg::Kind::kString;
-    a.s = text;
-    return a;
-  }
-  if (auto it = symbols.find(text); it != symbols.end()) return it->second;
-  if (text == "None" || text == "null" || text == "~") return Arg::none();
-  if (text == "True" || text == "true") return Arg::boolean(true);
-  if (text == "False" || text == "false") return Arg::boolean(false);
-  if (is_integer_text(text)) return Arg::integer(std::stoll(text));
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (end && *end == '\0' && !text.empty()) {
-    a.kind = Arg::Kind::kFloat;
-    a.f = value;
-    return a;
-  }
-  a.kind = Arg::Kind::kString;
-  a.s = text;
-  return a;
-}
 
 // ---- scale rules -----------------------------------------------------------------------------
 
@@ -192,8 +32,6 @@ int64_t make_divisible(double x, int64_t divisor) {
 
 // Python's round(): halves go to the even neighbour.
 int64_t python_round(double x) { return static_cast<int64_t>(std::nearbyint(x)); }
-
-int64_t gcd(int64_t a, int64_t b) { return b == 0 ? a : gcd(b, a % b); }
 
 // ---- the module table ------------------------------------------------------------------------
 
@@ -218,7 +56,7 @@ ConvOptions conv_options(const RowArgs& a, size_t first, bool depthwise, int64_t
   o.k = a.integer(first, 1);
   o.s = a.integer(first + 1, 1);
   if (depthwise) {
-    o.g = gcd(c1, c2);
+    o.g = std::gcd(c1, c2);
     o.d = a.integer(first + 2, 1);
     o.act = a.flag(first + 3, true);
   } else {
@@ -394,16 +232,27 @@ std::pair<std::string, std::string> resolve_arch(const std::string& arch) {
   throw ModelError("model '" + arch + "' not found; available: " + join(available_models(), ", "));
 }
 
-Network build_network(const BuildOptions& options) {
-  const auto [path, implied_scale] = resolve_arch(options.arch);
-  const YAML::Node root = load_yaml(path);
-  if (!root.IsMap()) throw ModelError(path + ": expected a mapping with backbone and head");
+namespace {
 
-  Network net;
-  ArchInfo& arch = net.arch;
+std::string join_ints(const std::vector<int64_t>& values) {
+  std::vector<std::string> parts;
+  for (int64_t v : values) parts.push_back(std::to_string(v));
+  return join(parts, ", ");
+}
+
+// The top-level keys: scale row, nc, reg_max, end2end, kpt_shape.
+struct Header {
+  ArchInfo arch;
+  std::array<int64_t, 2> kpt_shape{17, 3};
+  bool has_kpt_shape = false;  // in the YAML or the options
+};
+
+Header read_header(const YAML::Node& root, const std::string& path, const BuildOptions& options,
+                   const std::string& implied_scale) {
+  Header h;
+  ArchInfo& arch = h.arch;
   arch.path = path;
   arch.family = fs::path(path).stem().string();
-
   // Scale: explicit option, else the one in the name, else the YAML's first.
   std::string scale = options.scale.empty() ? implied_scale : options.scale;
   if (!implied_scale.empty() && !options.scale.empty() && options.scale != implied_scale)
@@ -422,15 +271,16 @@ Network build_network(const BuildOptions& options) {
     const auto row = scales[scale];
     if (!row)
       throw ModelError(path + " has no scale '" + scale + "' (choose " + join(names, ", ") + ")");
+    std::vector<double> values;
     try {
-      const auto values = row.as<std::vector<double>>();
-      if (values.size() != 3) throw YAML::Exception(YAML::Mark(), "");
-      arch.depth = values[0];
-      arch.width = values[1];
-      arch.max_channels = static_cast<int64_t>(values[2]);
+      values = row.as<std::vector<double>>();
     } catch (const YAML::Exception&) {
-      throw ModelError(path + ": scale '" + scale + "' must be [depth, width, max_channels]");
     }
+    if (values.size() != 3)
+      throw ModelError(path + ": scale '" + scale + "' must be [depth, width, max_channels]");
+    arch.depth = values[0];
+    arch.width = values[1];
+    arch.max_channels = static_cast<int64_t>(values[2]);
   } else {
     arch.depth = read_scalar<double>(root, "depth_multiple", path, 1.0);
     arch.width = read_scalar<double>(root, "width_multiple", path, 1.0);
@@ -439,21 +289,138 @@ Network build_network(const BuildOptions& options) {
   arch.nc = options.nc > 0 ? options.nc : read_scalar<int64_t>(root, "nc", path, 80);
   if (arch.nc <= 0) throw ModelError(path + ": nc must be positive");
   arch.reg_max = read_scalar<int64_t>(root, "reg_max", path, 16);
-  arch.end2end = read_scalar<bool>(root, "end2end", path, false);
   if (arch.reg_max < 1) throw ModelError(path + ": reg_max must be >= 1");
-  std::array<int64_t, 2> kpt_shape{17, 3};
-  const bool yaml_has_kpts = static_cast<bool>(root["kpt_shape"]);
-  if (yaml_has_kpts) {
+  arch.end2end = read_scalar<bool>(root, "end2end", path, false);
+  if (root["kpt_shape"]) {
     const auto values = read_scalar<std::vector<int64_t>>(root, "kpt_shape", path, {});
     if (values.size() != 2 || values[0] < 1 || (values[1] != 2 && values[1] != 3))
       throw ModelError(path + ": kpt_shape must be [keypoints, 2 or 3]");
-    kpt_shape = {values[0], values[1]};
+    h.kpt_shape = {values[0], values[1]};
+    h.has_kpt_shape = true;
   }
-  if (options.kpt_shape) kpt_shape = *options.kpt_shape;
+  if (options.kpt_shape) {
+    h.kpt_shape = *options.kpt_shape;
+    h.has_kpt_shape = true;
+  }
+  return h;
+}
 
-  const std::map<std::string, Arg> symbols{{"nc", Arg::integer(arch.nc)},
-                                           {"kpt_shape", Arg::ints({kpt_shape[0], kpt_shape[1]})}};
+// A row's inputs: absolute indices (-1 = the image) and their widths and strides.
+struct Inputs {
+  std::vector<int64_t> channels, strides;
+};
 
+Inputs read_from(const YAML::Node& node, size_t index, const std::vector<int64_t>& channels,
+                 const std::vector<int64_t>& strides, const std::string& where, LayerRow& row) {
+  // -1 = previous layer, other negatives count back, non-negatives are absolute.
+  std::vector<int64_t> from;
+  try {
+    from = node.IsSequence() ? node.as<std::vector<int64_t>>()
+                             : std::vector<int64_t>{node.as<int64_t>()};
+  } catch (const YAML::Exception&) {
+    throw ModelError(where + ": 'from' must be an integer or a list of integers");
+  }
+  if (from.empty()) throw ModelError(where + ": 'from' is empty");
+  row.from_text = node.IsSequence() ? "[" + join_ints(from) + "]" : std::to_string(from[0]);
+  Inputs in;
+  for (int64_t f : from) {
+    const int64_t absolute = f < 0 ? static_cast<int64_t>(index) + f : f;
+    if (absolute >= static_cast<int64_t>(index) || absolute < -1 || (absolute == -1 && f != -1))
+      throw ModelError(where + ": 'from' " + std::to_string(f) + " does not name an earlier layer");
+    row.from.push_back(static_cast<int>(absolute));
+    in.channels.push_back(absolute < 0 ? 3 : channels[absolute]);
+    in.strides.push_back(absolute < 0 ? 1 : strides[absolute]);
+  }
+  return in;
+}
+
+int64_t read_repeats(const YAML::Node& node, double depth, const std::string& where) {
+  int64_t repeats = 1;
+  try {
+    repeats = node.as<int64_t>();
+  } catch (const YAML::Exception&) {
+    throw ModelError(where + ": repeats must be an integer");
+  }
+  if (repeats < 1) throw ModelError(where + ": repeats must be >= 1");
+  return repeats > 1 ? std::max<int64_t>(python_round(static_cast<double>(repeats) * depth), 1) : 1;
+}
+
+// The head row: Detect / Pose / Pose26 on the given inputs.
+Head make_head(const std::vector<Arg>& args, const Inputs& in, const Header& header, bool legacy,
+               const std::string& where, LayerRow& row) {
+  if (std::count(row.from.begin(), row.from.end(), -1) > 0)
+    throw ModelError(where + ": the head takes earlier layers as inputs");
+  HeadOptions head;
+  head.kind = head_kind(row.module);
+  head.nc = RowArgs(args, where).integer(0, header.arch.nc);
+  head.reg_max = header.arch.reg_max;
+  head.end2end = header.arch.end2end;
+  head.legacy = legacy;
+  head.channels = in.channels;
+  head.strides = in.strides;
+  std::vector<Arg> shown{Arg::integer(head.nc)};
+  if (head.pose()) {
+    if (!header.has_kpt_shape)
+      throw ModelError(where + ": a " + row.module + " head needs kpt_shape in the YAML");
+    head.kpt_shape = header.kpt_shape;
+    shown.push_back(Arg::ints({head.kpt_shape[0], head.kpt_shape[1]}));
+  }
+  shown.push_back(Arg::integer(head.reg_max));
+  shown.push_back(Arg::boolean(head.end2end));
+  shown.push_back(Arg::ints(in.channels));
+  row.args = repr(Arg::items(shown));
+  row.stride = in.strides.front();
+  return Head(head);
+}
+
+// Base modules: the first argument is the output width, scaled; the input width goes first and
+// repeat modules take their repeats as the third argument. Returns the output width.
+int64_t scale_base_args(const ModuleEntry& entry, const LayerRow& row, const Inputs& in,
+                        const ArchInfo& arch, const std::string& where, int64_t& repeats,
+                        std::vector<Arg>& args) {
+  if (row.from.size() != 1) throw ModelError(where + ": " + row.module + " takes one input");
+  if (args.empty() || args[0].kind != Arg::Kind::kInt)
+    throw ModelError(where + ": the first argument of " + row.module + " is its output width");
+  const int64_t c_out =
+      make_divisible(static_cast<double>(std::min(args[0].i, arch.max_channels)) * arch.width, 8);
+  args[0] = Arg::integer(c_out);
+  args.insert(args.begin(), Arg::integer(in.channels.front()));
+  if (entry.role == Role::kRepeat) {
+    args.insert(args.begin() + 2, Arg::integer(repeats));
+    repeats = 1;
+    // C3k2 at m/l/x always uses C3k blocks.
+    if (row.module == "C3k2" && (arch.scale == "m" || arch.scale == "l" || arch.scale == "x")) {
+      while (args.size() < 4) args.push_back(Arg::none());
+      args[3] = Arg::boolean(true);
+    }
+  }
+  return c_out;
+}
+
+const ModuleEntry& find_module(const std::string& name, const std::string& where) {
+  const auto& table = module_table();
+  const auto it = table.find(name);
+  if (it != table.end()) return it->second;
+  const std::string hint = closest_match(name, known_modules());
+  throw ModelError(where + ": unknown module '" + name + "'" +
+                   (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                   " (known: " + join(known_modules(), ", ") + ")");
+}
+
+}  // namespace
+
+Network build_network(const BuildOptions& options) {
+  const auto [path, implied_scale] = resolve_arch(options.arch);
+  const YAML::Node root = load_yaml(path);
+  if (!root.IsMap()) throw ModelError(path + ": expected a mapping with backbone and head");
+  const Header header = read_header(root, path, options, implied_scale);
+  Network net;
+  net.arch = header.arch;
+  ArchInfo& arch = net.arch;
+
+  const std::map<std::string, Arg> symbols{
+      {"nc", Arg::integer(arch.nc)},
+      {"kpt_shape", Arg::ints({header.kpt_shape[0], header.kpt_shape[1]})}};
   std::vector<YAML::Node> rows;
   for (const char* section : {"backbone", "head"}) {
     const auto list = root[section];
@@ -461,7 +428,6 @@ Network build_network(const BuildOptions& options) {
     if (!list.IsSequence()) throw ModelError(path + ": '" + section + "' must be a list of rows");
     for (const auto& row : list) rows.push_back(row);
   }
-
   // Non-legacy (depthwise) cls towers whenever the architecture uses C3k2, as the reference.
   bool legacy = true;
   for (const auto& row : rows) {
@@ -471,7 +437,6 @@ Network build_network(const BuildOptions& options) {
 
   std::vector<int64_t> channels;  // output width per layer
   std::vector<int64_t> strides;   // output stride per layer
-  const auto& table = module_table();
   for (size_t index = 0; index < rows.size(); ++index) {
     const auto& node = rows[index];
     const std::string where = path + " layer " + std::to_string(index);
@@ -480,144 +445,48 @@ Network build_network(const BuildOptions& options) {
     LayerRow row;
     row.index = static_cast<int>(index);
     row.module = node[2].Scalar();
-    const auto entry_it = table.find(row.module);
-    if (entry_it == table.end()) {
-      const std::string hint = closest_match(row.module, known_modules());
-      throw ModelError(where + ": unknown module '" + row.module + "'" +
-                       (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
-                       " (known: " + join(known_modules(), ", ") + ")");
-    }
-    const ModuleEntry& entry = entry_it->second;
-
-    // from: -1 = previous layer, other negatives count back, non-negatives are absolute.
-    std::vector<int64_t> from_raw;
-    try {
-      from_raw = node[0].IsSequence() ? node[0].as<std::vector<int64_t>>()
-                                      : std::vector<int64_t>{node[0].as<int64_t>()};
-    } catch (const YAML::Exception&) {
-      throw ModelError(where + ": 'from' must be an integer or a list of integers");
-    }
-    if (from_raw.empty()) throw ModelError(where + ": 'from' is empty");
-    {
-      std::vector<std::string> parts;
-      for (int64_t f : from_raw) parts.push_back(std::to_string(f));
-      row.from_text = node[0].IsSequence() ? "[" + join(parts, ", ") + "]" : parts[0];
-    }
-    std::vector<int64_t> in_channels, in_strides;
-    for (int64_t f : from_raw) {
-      const int64_t absolute = f < 0 ? static_cast<int64_t>(index) + f : f;
-      if (absolute >= static_cast<int64_t>(index) || absolute < -1 || (absolute == -1 && f != -1))
-        throw ModelError(where + ": 'from' " + std::to_string(f) +
-                         " does not name an earlier layer");
-      row.from.push_back(static_cast<int>(absolute));
-      in_channels.push_back(absolute < 0 ? 3 : channels[absolute]);
-      in_strides.push_back(absolute < 0 ? 1 : strides[absolute]);
-    }
-    int64_t repeats = 1;
-    try {
-      repeats = node[1].as<int64_t>();
-    } catch (const YAML::Exception&) {
-      throw ModelError(where + ": repeats must be an integer");
-    }
-    if (repeats < 1) throw ModelError(where + ": repeats must be >= 1");
-    if (repeats > 1) repeats = std::max<int64_t>(python_round(repeats * arch.depth), 1);
-
+    const ModuleEntry& entry = find_module(row.module, where);
+    const Inputs in = read_from(node[0], index, channels, strides, where, row);
+    int64_t repeats = read_repeats(node[1], arch.depth, where);
     std::vector<Arg> args;
-    const auto args_node = node[3];
-    if (args_node && !args_node.IsNull()) {
-      if (!args_node.IsSequence()) throw ModelError(where + ": args must be a list");
-      for (const auto& a : args_node) args.push_back(to_arg(a, symbols, where));
+    if (node[3] && !node[3].IsNull()) {
+      if (!node[3].IsSequence()) throw ModelError(where + ": args must be a list");
+      for (const auto& a : node[3]) args.push_back(to_arg(a, symbols, where));
     }
 
+    const bool last = index + 1 == rows.size();
     if (entry.role == Role::kHead) {
-      if (index + 1 != rows.size()) throw ModelError(where + ": the head must be the last row");
-      if (row.from.size() < 1 || std::count(row.from.begin(), row.from.end(), -1) > 0)
-        throw ModelError(where + ": the head takes earlier layers as inputs");
-      RowArgs a(args, where);
-      HeadOptions head;
-      head.kind = head_kind(row.module);
-      head.nc = a.integer(0, arch.nc);
-      head.reg_max = arch.reg_max;
-      head.end2end = arch.end2end;
-      head.legacy = legacy;
-      head.channels = in_channels;
-      head.strides = in_strides;
-      std::vector<Arg> shown{Arg::integer(head.nc)};
-      if (head.pose()) {
-        if (!yaml_has_kpts && !options.kpt_shape)
-          throw ModelError(where + ": a " + row.module + " head needs kpt_shape in the YAML");
-        head.kpt_shape = kpt_shape;
-        shown.push_back(Arg::ints({kpt_shape[0], kpt_shape[1]}));
-        arch.kpt_shape = kpt_shape;
-      }
-      shown.push_back(Arg::integer(head.reg_max));
-      shown.push_back(Arg::boolean(head.end2end));
-      shown.push_back(Arg::ints(in_channels));
-      Arg list;
-      list.kind = Arg::Kind::kList;
-      list.list = shown;
-      row.args = repr(list);
-      row.repeats = 1;
-      row.stride = in_strides.front();
-      arch.nc = head.nc;
-      arch.strides = in_strides;
-      net.head = Head(head);
+      if (!last) throw ModelError(where + ": the head must be the last row");
+      net.head = make_head(args, in, header, legacy, where, row);
+      arch.nc = net.head->options().nc;
+      arch.strides = in.strides;
+      if (net.head->options().pose()) arch.kpt_shape = header.kpt_shape;
       net.rows.push_back(row);
       break;
     }
-    if (index + 1 == rows.size())
-      throw ModelError(path + ": the last row must be a head (Detect, Pose or Pose26)");
+    if (last) throw ModelError(path + ": the last row must be a head (Detect, Pose or Pose26)");
 
-    int64_t c_out = in_channels.front();
-    switch (entry.role) {
-      case Role::kBase:
-      case Role::kRepeat: {
-        if (row.from.size() != 1) throw ModelError(where + ": " + row.module + " takes one input");
-        if (args.empty() || args[0].kind != Arg::Kind::kInt)
-          throw ModelError(where + ": the first argument of " + row.module +
-                           " is its output width");
-        c_out = make_divisible(
-            static_cast<double>(std::min(args[0].i, arch.max_channels)) * arch.width, 8);
-        args[0] = Arg::integer(c_out);
-        args.insert(args.begin(), Arg::integer(in_channels.front()));
-        if (entry.role == Role::kRepeat) {
-          args.insert(args.begin() + 2, Arg::integer(repeats));
-          repeats = 1;
-          // C3k2 at m/l/x always uses C3k blocks.
-          if (row.module == "C3k2" && (scale == "m" || scale == "l" || scale == "x")) {
-            while (args.size() < 4) args.push_back(Arg::none());
-            args[3] = Arg::boolean(true);
-          }
-        }
-        break;
-      }
-      case Role::kConcat:
-        c_out = std::accumulate(in_channels.begin(), in_channels.end(), int64_t{0});
-        if (std::adjacent_find(in_strides.begin(), in_strides.end(), std::not_equal_to<>()) !=
-            in_strides.end())
-          throw ModelError(where + ": Concat inputs have different strides (" +
-                           join(
-                               [&] {
-                                 std::vector<std::string> s;
-                                 for (auto v : in_strides) s.push_back(std::to_string(v));
-                                 return s;
-                               }(),
-                               ", ") +
-                           ")");
-        break;
-      case Role::kUpsample:
-      case Role::kHead:
-        if (row.from.size() != 1) throw ModelError(where + ": " + row.module + " takes one input");
-        break;
+    int64_t c_out = in.channels.front();
+    if (entry.role == Role::kBase || entry.role == Role::kRepeat) {
+      c_out = scale_base_args(entry, row, in, arch, where, repeats, args);
+    } else if (entry.role == Role::kConcat) {
+      c_out = std::accumulate(in.channels.begin(), in.channels.end(), int64_t{0});
+      if (std::adjacent_find(in.strides.begin(), in.strides.end(), std::not_equal_to<>()) !=
+          in.strides.end())
+        throw ModelError(where + ": Concat inputs have different strides (" +
+                         join_ints(in.strides) + ")");
+    } else if (row.from.size() != 1) {
+      throw ModelError(where + ": " + row.module + " takes one input");
     }
-    RowArgs resolved(args, where);
-    int64_t stride = in_strides.front();
+    const RowArgs resolved(args, where);
+    int64_t stride = in.strides.front();
     torch::nn::AnyModule module;
     if (repeats == 1) {
       module = entry.make(resolved);
       stride *= entry.stride(resolved);
     } else {
-      if (entry.role != Role::kBase || in_channels.front() != c_out)
+      // The reference's nn.Sequential of n identical modules.
+      if (entry.role != Role::kBase || in.channels.front() != c_out)
         throw ModelError(where + ": repeating " + row.module +
                          " needs equal input and output widths");
       Chain chain;
@@ -634,10 +503,7 @@ Network build_network(const BuildOptions& options) {
                          " map by " + std::to_string(factor));
       stride /= factor;
     }
-    Arg shown;
-    shown.kind = Arg::Kind::kList;
-    shown.list = args;
-    row.args = repr(shown);
+    row.args = repr(Arg::items(args));
     row.repeats = static_cast<int>(repeats);
     row.out_channels = c_out;
     row.stride = stride;

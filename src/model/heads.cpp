@@ -4,7 +4,7 @@
 #include "model/heads.h"
 
 #include <cmath>
-#include <unordered_set>
+#include <numeric>
 
 #include "geometry/anchors.h"
 #include "geometry/box_ops.h"
@@ -19,10 +19,10 @@ ConvOptions kernel(int64_t k, int64_t groups = 1) {
   return o;
 }
 
-int64_t gcd(int64_t a, int64_t b) { return b == 0 ? a : gcd(b, a % b); }
-
 // A depthwise-style Conv (groups = gcd(c1, c2)), the reference's DWConv.
-Conv dw_conv(int64_t c1, int64_t c2, int64_t k) { return Conv(c1, c2, kernel(k, gcd(c1, c2))); }
+Conv dw_conv(int64_t c1, int64_t c2, int64_t k) {
+  return Conv(c1, c2, kernel(k, std::gcd(c1, c2)));
+}
 
 Chain mlp(bool tanh) {
   Chain chain(torch::nn::Linear(2, 64), torch::nn::SiLU(), torch::nn::Linear(64, 64),
