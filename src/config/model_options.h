@@ -14,10 +14,12 @@ struct ModelOptions {
   template <class V>
   void visit(V& v) {
     v("arch", arch, "architecture YAML (models/yolo26.yaml, models/yolo26-pose.yaml, ...)");
-    v("scale", scale, "model scale from the YAML's scales table",
+    v("scale", scale,
+      "model scale from the YAML's scales table (a scale in the arch name, yolo26s, wins)",
       Constraint::one_of({"n", "s", "m", "l", "x"}));
     v("nc", nc, "number of classes; 0 takes it from the data set", Constraint::range(0, 100000));
-    v("weights", weights, "initial weights (a detrain checkpoint); empty for random init");
+    v("weights", weights,
+      "initial weights: a safetensors state dict with reference names; empty for random init");
   }
 };
 
