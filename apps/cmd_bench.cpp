@@ -9,6 +9,7 @@ Command add_bench_command(CLI::App& root) {
   app->require_subcommand(1);
   std::vector<Command> kinds;
   // Registered kinds (one line each):
+  kinds.push_back(add_bench_eval(*app));
 
   return {app, [kinds]() {
             for (const auto& kind : kinds)

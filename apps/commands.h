@@ -29,7 +29,9 @@ struct ConfigArgs {
 // Top-level commands (registered in detrain.cpp).
 Command add_config_command(CLI::App& root);
 Command add_bench_command(CLI::App& root);
+Command add_eval_command(CLI::App& root);
 
 // `detrain bench` kinds (registered in cmd_bench.cpp).
+Command add_bench_eval(CLI::App& bench);
 
 }  // namespace detrain::cli

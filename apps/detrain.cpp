@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
 
   std::vector<cli::Command> commands;
   commands.push_back(cli::add_config_command(app));
+  commands.push_back(cli::add_bench_command(app));
+  commands.push_back(cli::add_eval_command(app));
 
   try {
     app.parse(argc, argv);

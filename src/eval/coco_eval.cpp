@@ -1,0 +1,263 @@
+// The evaluator's driver: validates parameters, indexes the ground truth once, then per call
+// groups detections into cells, matches cells in parallel, accumulates categories in parallel
+// and summarizes. Every parallel item writes only its own slice, so the thread count never
+// changes a bit of the output.
+#include "eval/coco_eval.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/errors.h"
+#include "common/timer.h"
+#include "eval/coco_accumulate.h"
+#include "eval/coco_cells.h"
+#include "eval/coco_match.h"
+#include "eval/coco_numeric.h"
+#include "eval/coco_parallel.h"
+#include "eval/coco_summarize.h"
+
+namespace detrain::eval {
+
+namespace {
+
+void require_finite(const std::vector<double>& values, const char* name) {
+  for (double v : values)
+    if (!std::isfinite(v))
+      throw ConfigError(std::string("COCO eval parameter ") + name + " holds a non-finite value");
+}
+
+CocoParams validated(CocoParams p, const CocoGroundTruth& gt) {
+  if (p.iou_thresholds.empty()) throw ConfigError("COCO eval: iou_thresholds is empty");
+  if (p.recall_thresholds.empty()) throw ConfigError("COCO eval: recall_thresholds is empty");
+  if (p.max_dets.empty()) throw ConfigError("COCO eval: max_dets is empty");
+  if (p.area_ranges.empty()) throw ConfigError("COCO eval: area_ranges is empty");
+  require_finite(p.iou_thresholds, "iou_thresholds");
+  require_finite(p.recall_thresholds, "recall_thresholds");
+  for (const auto& range : p.area_ranges)
+    if (std::isnan(range.lo) || std::isnan(range.hi))
+      throw ConfigError("COCO eval: area range '" + range.label + "' has a NaN bound");
+  for (int64_t m : p.max_dets)
+    if (m < 0) throw ConfigError("COCO eval: max_dets must be >= 0, found " + std::to_string(m));
+  std::sort(p.max_dets.begin(), p.max_dets.end());  // pycocotools sorts them in evaluate()
+  if (p.iou_type == IouType::kKeypoints) {
+    if (!p.use_cats)
+      throw ConfigError(
+          "COCO eval: keypoints with use_cats off is refused: pycocotools scores it as all "
+          "zeros (its OKS step looks up a pooled cell that does not exist); keypoint data sets "
+          "have one category, so keep use_cats on");
+    if (p.keypoint_sigmas.empty()) throw ConfigError("COCO eval: keypoint_sigmas is empty");
+    for (double s : p.keypoint_sigmas)
+      if (!(s > 0) || !std::isfinite(s))
+        throw ConfigError("COCO eval: keypoint sigmas must be positive");
+    const int k = static_cast<int>(p.keypoint_sigmas.size());
+    if (gt.keypoints_per_instance != 0 && gt.keypoints_per_instance != k)
+      throw ConfigError(gt.source + ": annotations have " +
+                        std::to_string(gt.keypoints_per_instance) + " keypoints but " +
+                        std::to_string(k) +
+                        " sigmas are given (pass one sigma per keypoint, e.g. --sigmas)");
+  }
+  return p;
+}
+
+// Per-thread buffers for the cell phase.
+struct CellScratch {
+  std::vector<int32_t> order;
+  std::vector<BoxXywh> dt_box;
+  std::vector<double> dt_area;
+  std::vector<double> ious;
+  CellKeypoints keypoints;
+  MatchScratch match;
+};
+
+}  // namespace
+
+struct CocoEvaluator::State {
+  const CocoGroundTruth* gt = nullptr;
+  CocoParams params;
+  CocoEvalOptions options;
+  GtIndex index;
+  std::vector<double> variances;  // [K] (2 sigma)^2 for keypoints
+};
+
+CocoEvaluator::CocoEvaluator(const CocoGroundTruth& gt, CocoParams params, CocoEvalOptions options)
+    : state_(std::make_unique<State>()) {
+  state_->gt = &gt;
+  state_->params = validated(std::move(params), gt);
+  state_->options = options;
+  state_->index = build_gt_index(gt, state_->params);
+  for (double sigma : state_->params.keypoint_sigmas)
+    state_->variances.push_back((sigma * 2) * (sigma * 2));
+}
+
+CocoEvaluator::~CocoEvaluator() = default;
+CocoEvaluator::CocoEvaluator(CocoEvaluator&&) noexcept = default;
+CocoEvaluator& CocoEvaluator::operator=(CocoEvaluator&&) noexcept = default;
+
+const CocoParams& CocoEvaluator::params() const { return state_->params; }
+
+CocoEvalResult CocoEvaluator::evaluate(const CocoDetections& dets) const {
+  const State& st = *state_;
+  const CocoParams& p = st.params;
+  const GtIndex& index = st.index;
+  const bool keypoints = p.iou_type == IouType::kKeypoints;
+  const int num_kp = static_cast<int>(p.keypoint_sigmas.size());
+  if (keypoints && dets.size() > 0 && dets.keypoints_per_instance != num_kp)
+    throw DataError(dets.source + ": results have " + std::to_string(dets.keypoints_per_instance) +
+                    " keypoints per instance but " + std::to_string(num_kp) +
+                    " sigmas are used (pass one sigma per keypoint, e.g. --sigmas)");
+  const int threads = resolve_threads(st.options.threads);
+
+  CocoEvalResult result;
+  result.params = p;
+  result.image_ids = index.image_ids;
+  result.category_ids = p.use_cats ? index.category_ids : std::vector<int64_t>{-1};
+  const size_t T = p.iou_thresholds.size(), R = p.recall_thresholds.size();
+  const size_t K = result.category_ids.size(), A = p.area_ranges.size(), M = p.max_dets.size();
+  result.num_iou = static_cast<int>(T);
+  result.num_recall = static_cast<int>(R);
+  result.num_categories = static_cast<int>(K);
+  result.num_areas = static_cast<int>(A);
+  result.num_max_dets = static_cast<int>(M);
+  result.counts.images = index.image_ids.size();
+  result.counts.categories = K;
+  result.counts.gt_annotations = index.entry_annotation.size();
+
+  Stopwatch clock;
+  const CellTable table = build_cells(index, dets, p, result.counts);
+  result.timing.prepare_s = clock.seconds();
+
+  // evaluate(): one similarity matrix per cell, matched for every area range and threshold.
+  clock.reset();
+  const size_t S = static_cast<size_t>(table.num_slots);
+  std::vector<double> slot_score(S);
+  std::vector<uint8_t> outcome(S * A * T);
+  std::vector<int32_t> npig(table.cells.size() * A);
+  std::vector<CellScratch> scratch(static_cast<size_t>(threads));
+  const size_t k3 = 3 * static_cast<size_t>(num_kp);
+  parallel_chunks(table.cells.size(), 32, threads, [&](int worker, size_t begin, size_t end) {
+    CellScratch& s = scratch[static_cast<size_t>(worker)];
+    for (size_t c = begin; c < end; ++c) {
+      const Cell& cell = table.cells[c];
+      // Detections: stable sort by score (file order breaks ties), cut to maxDets[-1].
+      s.order.assign(table.dt_entries.begin() + cell.dt_begin,
+                     table.dt_entries.begin() + cell.dt_end);
+      std::stable_sort(s.order.begin(), s.order.end(), [&](int32_t a, int32_t b) {
+        return dets.score[static_cast<size_t>(a)] > dets.score[static_cast<size_t>(b)];
+      });
+      const int num_dt = cell.num_slots;
+      s.dt_box.resize(static_cast<size_t>(num_dt));
+      s.dt_area.resize(static_cast<size_t>(num_dt));
+      for (int d = 0; d < num_dt; ++d) {
+        const size_t i = static_cast<size_t>(s.order[static_cast<size_t>(d)]);
+        slot_score[static_cast<size_t>(cell.slot_begin) + d] = dets.score[i];
+        s.dt_box[d] = dets.bbox[i];
+        s.dt_area[d] = dets.area[i];
+      }
+      CellGts gts;
+      gts.count = cell.gt_end - cell.gt_begin;
+      gts.box = index.box.data() + cell.gt_begin;
+      gts.area = index.area.data() + cell.gt_begin;
+      gts.crowd = index.crowd.data() + cell.gt_begin;
+      gts.ignore = index.ignore.data() + cell.gt_begin;
+      gts.id_is_zero = index.id_is_zero.data() + cell.gt_begin;
+      const CellDets cell_dets{num_dt, s.dt_box.data(), s.dt_area.data()};
+      s.ious.resize(static_cast<size_t>(num_dt) * static_cast<size_t>(gts.count));
+      if (num_dt > 0 && gts.count > 0) {
+        if (keypoints) {
+          s.keypoints.num_keypoints = num_kp;
+          s.keypoints.variances = st.variances.data();
+          s.keypoints.gt_rows.resize(static_cast<size_t>(gts.count));
+          for (int g = 0; g < gts.count; ++g)
+            s.keypoints.gt_rows[g] =
+                st.gt->ann_keypoints.data() +
+                static_cast<size_t>(
+                    index.entry_annotation[static_cast<size_t>(cell.gt_begin + g)]) *
+                    k3;
+          s.keypoints.dt_rows.resize(static_cast<size_t>(num_dt));
+          for (int d = 0; d < num_dt; ++d)
+            s.keypoints.dt_rows[d] =
+                dets.keypoints.data() + static_cast<size_t>(s.order[static_cast<size_t>(d)]) * k3;
+          keypoint_oks(s.keypoints, gts, num_dt, s.ious.data());
+        } else {
+          box_ious(cell_dets, gts, s.ious.data());
+        }
+      }
+      match_cell(gts, cell_dets, s.ious.data(), p.iou_thresholds, p.area_ranges,
+                 outcome.data() + static_cast<size_t>(cell.slot_begin) * A * T, npig.data() + c * A,
+                 s.match);
+    }
+  });
+  result.timing.evaluate_s = clock.seconds();
+
+  // accumulate(): one category per work item.
+  clock.reset();
+  result.precision.assign(T * R * K * A * M, -1.0);
+  result.recall.assign(T * K * A * M, -1.0);
+  result.scores.assign(T * R * K * A * M, -1.0);
+  const AccumulateInput input{slot_score.data(),    outcome.data(), &p.iou_thresholds,
+                              &p.recall_thresholds, &p.max_dets,    static_cast<int>(A),
+                              static_cast<int>(K)};
+  result.gt_per_category.assign(K, 0);
+  for (size_t k = 0; k < K; ++k)
+    for (int32_t c = table.category_begin[k]; c < table.category_begin[k + 1]; ++c)
+      result.gt_per_category[k] += npig[static_cast<size_t>(c) * A];
+  std::vector<AccumulateScratch> accumulate_scratch(static_cast<size_t>(threads));
+  parallel_chunks(K, 1, threads, [&](int worker, size_t begin, size_t end) {
+    std::vector<AccumulateCell> cells;
+    for (size_t k = begin; k < end; ++k) {
+      cells.clear();
+      for (int32_t c = table.category_begin[k]; c < table.category_begin[k + 1]; ++c) {
+        const Cell& cell = table.cells[static_cast<size_t>(c)];
+        cells.push_back(
+            {cell.slot_begin, cell.num_slots, npig.data() + static_cast<size_t>(c) * A});
+      }
+      accumulate_category(input, cells.data(), cells.size(), static_cast<int>(k),
+                          result.precision.data(), result.recall.data(), result.scores.data(),
+                          accumulate_scratch[static_cast<size_t>(worker)]);
+    }
+  });
+  result.timing.accumulate_s = clock.seconds();
+
+  clock.reset();
+  for (const StatSpec& spec : stat_specs(p)) result.stats.push_back(summarize_stat(result, spec));
+  result.timing.summarize_s = clock.seconds();
+  return result;
+}
+
+double CocoEvalResult::precision_at(int t, int r, int k, int a, int m) const {
+  return precision[static_cast<size_t>(
+      (((t * num_recall + r) * num_categories + k) * num_areas + a) * num_max_dets + m)];
+}
+
+double CocoEvalResult::recall_at(int t, int k, int a, int m) const {
+  return recall[static_cast<size_t>(((t * num_categories + k) * num_areas + a) * num_max_dets + m)];
+}
+
+double CocoEvalResult::category_ap(int k, double iou_threshold) const {
+  std::vector<double> values;
+  const int m = num_max_dets - 1;
+  for (int t = 0; t < num_iou; ++t) {
+    if (iou_threshold >= 0 && params.iou_thresholds[static_cast<size_t>(t)] != iou_threshold)
+      continue;
+    for (int r = 0; r < num_recall; ++r) {
+      const double v = precision_at(t, r, k, 0, m);
+      if (v > -1) values.push_back(v);
+    }
+  }
+  return values.empty() ? -1.0 : numpy_mean(values.data(), values.size());
+}
+
+std::vector<std::string> CocoEvalResult::summary_lines() const {
+  std::vector<std::string> lines;
+  const auto specs = stat_specs(params);
+  for (size_t i = 0; i < specs.size() && i < stats.size(); ++i)
+    lines.push_back(format_stat_line(params, specs[i], stats[i]));
+  return lines;
+}
+
+CocoEvalResult evaluate_coco(const CocoGroundTruth& gt, const CocoDetections& detections,
+                             const CocoParams& params, CocoEvalOptions options) {
+  return CocoEvaluator(gt, params, options).evaluate(detections);
+}
+
+}  // namespace detrain::eval

@@ -1,0 +1,562 @@
+// COCO ground-truth and results JSON, parsed in one pass into columns; see coco_json.h.
+// Deliberate differences from pycocotools: `iscrowd` must be 0/1/true/false, ids must be
+// integral, a keypoint evaluation needs keypoints on every result (pycocotools only fails when
+// such a result meets a GT), and NaN/Infinity literals are refused.
+#include "eval/coco_json.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include "common/errors.h"
+#include "eval/coco_json_cursor.h"
+
+namespace detrain::eval {
+
+namespace {
+
+std::string at_index(const char* list, size_t index) {
+  return std::string(list) + "[" + std::to_string(index) + "]";
+}
+
+bool number_next(JsonCursor& cursor) {
+  const char c = cursor.peek();
+  return c == '-' || (c >= '0' && c <= '9');
+}
+
+double read_number(JsonCursor& cursor, const std::string& what) {
+  if (!number_next(cursor)) cursor.fail_content(what + " must be a number", cursor.offset());
+  return cursor.number();
+}
+
+int64_t read_id(JsonCursor& cursor, const std::string& what, const char* field) {
+  if (!number_next(cursor))
+    cursor.fail_content(what + ": '" + field + "' must be an integer", cursor.offset());
+  return cursor.integer(field);
+}
+
+// Reads an array of numbers into `out` (cleared first).
+void read_numbers(JsonCursor& cursor, const std::string& what, std::vector<double>& out) {
+  out.clear();
+  if (cursor.peek() != '[')
+    cursor.fail_content(what + " must be an array of numbers", cursor.offset());
+  cursor.array([&] { out.push_back(read_number(cursor, what + " values")); });
+}
+
+// Reads exactly four numbers [x, y, w, h]; returns how many the array held.
+size_t read_box(JsonCursor& cursor, const std::string& what, BoxXywh& box) {
+  if (cursor.peek() != '[')
+    cursor.fail_content(what + " must be an array [x, y, w, h]", cursor.offset());
+  double v[4] = {0, 0, 0, 0};
+  size_t count = 0;
+  cursor.array([&] {
+    const double value = read_number(cursor, what + " values");
+    if (count < 4) v[count] = value;
+    ++count;
+  });
+  box = {v[0], v[1], v[2], v[3]};
+  return count;
+}
+
+void parse_images(JsonCursor& cursor, CocoGroundTruth& gt) {
+  if (cursor.peek() != '[') cursor.fail_content("'images' must be an array", cursor.offset());
+  size_t index = 0;
+  cursor.array([&] {
+    const size_t at = cursor.offset();
+    if (cursor.peek() != '{')
+      cursor.fail_content(at_index("images", index) + " must be an object", at);
+    bool has_id = false;
+    int64_t id = 0;
+    cursor.object([&](std::string_view key) {
+      if (key == "id") {
+        id = read_id(cursor, at_index("images", index), "id");
+        has_id = true;
+      } else {
+        cursor.skip_value();
+      }
+    });
+    if (!has_id) cursor.fail_content(at_index("images", index) + " has no 'id'", at);
+    gt.image_ids.push_back(id);
+    ++index;
+  });
+}
+
+void parse_categories(JsonCursor& cursor, CocoGroundTruth& gt) {
+  if (cursor.peek() != '[') cursor.fail_content("'categories' must be an array", cursor.offset());
+  size_t index = 0;
+  cursor.array([&] {
+    const size_t at = cursor.offset();
+    if (cursor.peek() != '{')
+      cursor.fail_content(at_index("categories", index) + " must be an object", at);
+    CocoCategory category;
+    bool has_id = false;
+    cursor.object([&](std::string_view key) {
+      if (key == "id") {
+        category.id = read_id(cursor, at_index("categories", index), "id");
+        has_id = true;
+      } else if (key == "name" && cursor.peek() == '"') {
+        category.name = std::string(cursor.string());
+      } else {
+        cursor.skip_value();
+      }
+    });
+    if (!has_id) cursor.fail_content(at_index("categories", index) + " has no 'id'", at);
+    gt.categories.push_back(std::move(category));
+    ++index;
+  });
+}
+
+void parse_annotations(JsonCursor& cursor, CocoGroundTruth& gt) {
+  if (cursor.peek() != '[') cursor.fail_content("'annotations' must be an array", cursor.offset());
+  size_t index = 0;
+  GtAnnotation a;
+  std::vector<double> values;
+  cursor.array([&] {
+    const size_t at = cursor.offset();
+    const std::string what = at_index("annotations", index);
+    if (cursor.peek() != '{') cursor.fail_content(what + " must be an object", at);
+    a = GtAnnotation{};
+    uint8_t fields = 0;
+    bool has_id = false, has_image = false, has_category = false;
+    size_t box_values = 4;
+    size_t box_at = 0;
+    cursor.object([&](std::string_view key) {
+      if (key == "id") {
+        a.id = read_id(cursor, what, "id");
+        has_id = true;
+      } else if (key == "image_id") {
+        a.image_id = read_id(cursor, what, "image_id");
+        has_image = true;
+      } else if (key == "category_id") {
+        a.category_id = read_id(cursor, what, "category_id");
+        has_category = true;
+      } else if (key == "bbox") {
+        box_at = cursor.offset();
+        box_values = read_box(cursor, what + " 'bbox'", a.bbox);
+        fields |= kGtBbox;
+      } else if (key == "area") {
+        a.area = read_number(cursor, what + " 'area'");
+        fields |= kGtArea;
+      } else if (key == "iscrowd") {
+        const size_t crowd_at = cursor.offset();
+        const char c = cursor.peek();
+        double crowd = 0;
+        if (c == 't' || c == 'f')
+          crowd = cursor.boolean() ? 1 : 0;
+        else
+          crowd = read_number(cursor, what + " 'iscrowd'");
+        if (crowd != 0 && crowd != 1)
+          cursor.fail_content(what + ": 'iscrowd' must be 0 or 1", crowd_at);
+        a.iscrowd = crowd == 1;
+        fields |= kGtIscrowd;
+      } else if (key == "num_keypoints") {
+        // Only `== 0` matters to pycocotools; any other value (even 0.5) means "has keypoints".
+        const double n = read_number(cursor, what + " 'num_keypoints'");
+        a.num_keypoints = n == 0 ? 0 : std::max(1, static_cast<int>(std::clamp(n, -1e9, 1e9)));
+        fields |= kGtNumKeypoints;
+      } else if (key == "keypoints") {
+        read_numbers(cursor, what + " 'keypoints'", values);
+        a.keypoints = values;
+        fields |= kGtKeypoints;
+      } else {
+        cursor.skip_value();
+      }
+    });
+    if (!has_id) cursor.fail_content(what + " has no 'id'", at);
+    if (!has_image)
+      cursor.fail_content(what + " (id " + std::to_string(a.id) + ") has no 'image_id'", at);
+    if (!has_category)
+      cursor.fail_content(what + " (id " + std::to_string(a.id) + ") has no 'category_id'", at);
+    if ((fields & kGtBbox) && box_values != 4)
+      cursor.fail_content("annotation id " + std::to_string(a.id) + ": 'bbox' has " +
+                              std::to_string(box_values) + " values, expected [x, y, w, h]",
+                          box_at);
+    gt.add_annotation(a);
+    gt.ann_fields.back() = fields;
+    ++index;
+  });
+}
+
+}  // namespace
+
+std::string read_json_file(const std::string& path) {
+  // One read into a pre-sized string: the 44 MB results file of the bench loads in ~10 ms this
+  // way, several times faster than a stream copy.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError("cannot read " + path + ": " + std::strerror(errno));
+  std::string text;
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  if (size >= 0 && ::lseek(fd, 0, SEEK_SET) == 0) {
+    text.resize(static_cast<size_t>(size));
+    size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::read(fd, &text[done], text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    text.resize(done);
+  }
+  // Pipes and special files: read until EOF.
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw IoError("cannot read " + path + ": " + std::strerror(err));
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
+CocoGroundTruth parse_ground_truth_json(const std::string& text, const std::string& source) {
+  JsonCursor cursor(text, source);
+  CocoGroundTruth gt;
+  gt.source = source;
+  if (cursor.peek() != '{')
+    cursor.fail_content(
+        "a COCO ground-truth file must be a JSON object with 'images', "
+        "'annotations' and 'categories'",
+        cursor.offset());
+  bool has_images = false, has_categories = false;
+  cursor.object([&](std::string_view key) {
+    if (key == "images") {
+      gt.image_ids.clear();
+      parse_images(cursor, gt);
+      has_images = true;
+    } else if (key == "categories") {
+      gt.categories.clear();
+      parse_categories(cursor, gt);
+      has_categories = true;
+    } else if (key == "annotations") {
+      // A repeated key replaces the earlier value, as in Python's json.
+      CocoGroundTruth annotations;
+      annotations.source = source;
+      parse_annotations(cursor, annotations);
+      annotations.image_ids = std::move(gt.image_ids);
+      annotations.categories = std::move(gt.categories);
+      gt = std::move(annotations);
+    } else {
+      cursor.skip_value();
+    }
+  });
+  cursor.expect_end();
+  if (!has_images)
+    throw DataError(source + ": no 'images' list (a COCO ground-truth file needs one)");
+  if (!has_categories)
+    throw DataError(source + ": no 'categories' list (a COCO ground-truth file needs one)");
+  return gt;
+}
+
+CocoGroundTruth load_ground_truth_json(const std::string& path) {
+  return parse_ground_truth_json(read_json_file(path), path);
+}
+
+namespace {
+
+// One result object's members, before pycocotools' branch rules are applied.
+struct ResultRecord {
+  size_t at = 0;
+  bool has_image = false, has_category = false, has_score = false, has_bbox = false;
+  bool has_segmentation = false, has_keypoints = false;
+  int64_t image_id = 0, category_id = 0;
+  double score = 0;
+  BoxXywh box;
+  size_t box_values = 0;
+  std::vector<double> keypoints;
+};
+
+void read_result(JsonCursor& cursor, size_t index, bool want_keypoints, ResultRecord& r) {
+  r.at = cursor.offset();
+  if (cursor.peek() != '{')
+    cursor.fail_content("result " + std::to_string(index) + " must be an object", r.at);
+  r.has_image = r.has_category = r.has_score = r.has_bbox = false;
+  r.has_segmentation = r.has_keypoints = false;
+  cursor.object([&](std::string_view key) {
+    switch (key.size()) {
+      case 4:
+        if (key == "bbox") {
+          if (cursor.peek() != '[')
+            cursor.fail_content(
+                "result " + std::to_string(index) + ": 'bbox' must be an array [x, y, w, h]",
+                cursor.offset());
+          r.box_values = read_box(cursor, "result " + std::to_string(index) + " 'bbox'", r.box);
+          r.has_bbox = r.box_values > 0;
+          return;
+        }
+        break;
+      case 5:
+        if (key == "score") {
+          r.score = read_number(cursor, "result " + std::to_string(index) + " 'score'");
+          r.has_score = true;
+          return;
+        }
+        break;
+      case 8:
+        if (key == "image_id") {
+          r.image_id = read_id(cursor, "result " + std::to_string(index), "image_id");
+          r.has_image = true;
+          return;
+        }
+        break;
+      case 9:
+        if (key == "keypoints") {
+          r.has_keypoints = true;
+          if (want_keypoints)
+            read_numbers(cursor, "result " + std::to_string(index) + " 'keypoints'", r.keypoints);
+          else
+            cursor.skip_value();
+          return;
+        }
+        break;
+      case 11:
+        if (key == "category_id") {
+          r.category_id = read_id(cursor, "result " + std::to_string(index), "category_id");
+          r.has_category = true;
+          return;
+        }
+        break;
+      case 12:
+        if (key == "segmentation") r.has_segmentation = true;
+        break;
+    }
+    cursor.skip_value();
+  });
+}
+
+enum class ResultBranch { kBox, kKeypointsOnly };
+
+}  // namespace
+
+CocoDetections parse_results_json(const std::string& text, const std::string& source,
+                                  IouType iou_type) {
+  JsonCursor cursor(text, source);
+  CocoDetections dets;
+  dets.source = source;
+  if (cursor.peek() != '[')
+    cursor.fail_content(
+        "results must be a JSON list of objects (pycocotools: 'results in not "
+        "an array of objects')",
+        cursor.offset());
+  dets.reserve(text.size() / 96);
+  ResultRecord r;
+  ResultBranch branch = ResultBranch::kBox;
+  bool want_keypoints = true;  // decided by the first result
+  size_t index = 0;
+  const auto fail_missing = [&](const char* field) {
+    cursor.fail_content("result " + std::to_string(index) + " has no '" + field + "'", r.at);
+  };
+  cursor.array([&] {
+    read_result(cursor, index, want_keypoints, r);
+    if (index == 0) {
+      // pycocotools' loadRes picks one branch for all results from the first result.
+      if (r.has_bbox) {
+        branch = ResultBranch::kBox;
+      } else if (r.has_segmentation) {
+        cursor.fail_content(
+            "the first result carries 'segmentation' and no 'bbox': "
+            "segmentation results are not supported (use bbox or keypoints)",
+            r.at);
+      } else if (r.has_keypoints) {
+        branch = ResultBranch::kKeypointsOnly;
+      } else {
+        cursor.fail_content(
+            "result 0 has neither 'bbox' nor 'keypoints' (the first result "
+            "decides how all results are read)",
+            r.at);
+      }
+      want_keypoints = iou_type == IouType::kKeypoints || branch == ResultBranch::kKeypointsOnly;
+      if (want_keypoints) {
+        if (!r.has_keypoints) fail_missing("keypoints");
+        if (r.keypoints.empty() || r.keypoints.size() % 3 != 0)
+          cursor.fail_content(
+              "result 0: 'keypoints' must hold 3 values (x, y, v) per point, "
+              "found " +
+                  std::to_string(r.keypoints.size()),
+              r.at);
+        dets.keypoints_per_instance = static_cast<int>(r.keypoints.size() / 3);
+      }
+    }
+    if (!r.has_image) fail_missing("image_id");
+    if (!r.has_category) fail_missing("category_id");
+    if (!r.has_score) fail_missing("score");
+    if (want_keypoints) {
+      if (!r.has_keypoints) fail_missing("keypoints");
+      if (r.keypoints.size() != 3 * static_cast<size_t>(dets.keypoints_per_instance))
+        cursor.fail_content("result " + std::to_string(index) + " has " +
+                                std::to_string(r.keypoints.size()) +
+                                " keypoint values; the first result has " +
+                                std::to_string(3 * dets.keypoints_per_instance),
+                            r.at);
+    }
+    if (branch == ResultBranch::kBox) {
+      if (!r.has_bbox) fail_missing("bbox");  // or an empty one
+      if (r.box_values != 4)
+        cursor.fail_content("result " + std::to_string(index) + ": 'bbox' has " +
+                                std::to_string(r.box_values) + " values, expected [x, y, w, h]",
+                            r.at);
+      if (want_keypoints)
+        dets.add(r.image_id, r.category_id, r.box, r.score, r.keypoints.data());
+      else
+        dets.add(r.image_id, r.category_id, r.box, r.score);
+    } else {
+      dets.add_keypoints_only(r.image_id, r.category_id, r.score, r.keypoints.data());
+    }
+    ++index;
+  });
+  cursor.expect_end();
+  return dets;
+}
+
+CocoDetections load_results_json(const std::string& path, IouType iou_type) {
+  return parse_results_json(read_json_file(path), path, iou_type);
+}
+
+namespace {
+
+void append_double(std::string& out, double value) {
+  char buf[32];
+  const auto result = std::to_chars(buf, buf + sizeof buf, value);
+  out.append(buf, result.ptr);
+}
+
+void append_int(std::string& out, int64_t value) {
+  char buf[24];
+  const auto result = std::to_chars(buf, buf + sizeof buf, value);
+  out.append(buf, result.ptr);
+}
+
+void append_box(std::string& out, const BoxXywh& b) {
+  out += '[';
+  append_double(out, b.x);
+  out += ", ";
+  append_double(out, b.y);
+  out += ", ";
+  append_double(out, b.w);
+  out += ", ";
+  append_double(out, b.h);
+  out += ']';
+}
+
+void append_values(std::string& out, const double* values, size_t n) {
+  out += '[';
+  for (size_t i = 0; i < n; ++i) {
+    if (i) out += ", ";
+    append_double(out, values[i]);
+  }
+  out += ']';
+}
+
+void append_json_string(std::string& out, const std::string& s) {
+  out += '"';
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+}  // namespace
+
+std::string results_to_json(const CocoDetections& d, bool with_bbox) {
+  std::string out;
+  const size_t k3 = 3 * static_cast<size_t>(d.keypoints_per_instance);
+  out.reserve(d.size() * (96 + 8 * k3) + 2);
+  out += '[';
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i) out += ", ";
+    out += "{\"image_id\": ";
+    append_int(out, d.image_id[i]);
+    out += ", \"category_id\": ";
+    append_int(out, d.category_id[i]);
+    if (with_bbox) {
+      out += ", \"bbox\": ";
+      append_box(out, d.bbox[i]);
+    }
+    if (k3 > 0) {
+      out += ", \"keypoints\": ";
+      append_values(out, &d.keypoints[i * k3], k3);
+    }
+    out += ", \"score\": ";
+    append_double(out, d.score[i]);
+    out += '}';
+  }
+  out += "]\n";
+  return out;
+}
+
+std::string ground_truth_to_json(const CocoGroundTruth& gt) {
+  std::string out;
+  out.reserve(gt.num_annotations() * 160 + gt.image_ids.size() * 16 + 1024);
+  out += "{\"images\": [";
+  for (size_t i = 0; i < gt.image_ids.size(); ++i) {
+    if (i) out += ", ";
+    out += "{\"id\": ";
+    append_int(out, gt.image_ids[i]);
+    out += '}';
+  }
+  out += "], \"categories\": [";
+  for (size_t i = 0; i < gt.categories.size(); ++i) {
+    if (i) out += ", ";
+    out += "{\"id\": ";
+    append_int(out, gt.categories[i].id);
+    out += ", \"name\": ";
+    append_json_string(out, gt.categories[i].name);
+    out += '}';
+  }
+  out += "], \"annotations\": [";
+  const size_t k3 = 3 * static_cast<size_t>(gt.keypoints_per_instance);
+  for (size_t i = 0; i < gt.num_annotations(); ++i) {
+    if (i) out += ", ";
+    out += "{\"id\": ";
+    append_int(out, gt.ann_id[i]);
+    out += ", \"image_id\": ";
+    append_int(out, gt.ann_image_id[i]);
+    out += ", \"category_id\": ";
+    append_int(out, gt.ann_category_id[i]);
+    const uint8_t fields = gt.ann_fields[i];
+    if (fields & kGtBbox) {
+      out += ", \"bbox\": ";
+      append_box(out, gt.ann_bbox[i]);
+    }
+    if (fields & kGtArea) {
+      out += ", \"area\": ";
+      append_double(out, gt.ann_area[i]);
+    }
+    if (fields & kGtIscrowd) {
+      out += ", \"iscrowd\": ";
+      out += gt.ann_iscrowd[i] ? '1' : '0';
+    }
+    if (k3 > 0 && (fields & kGtKeypoints)) {
+      out += ", \"keypoints\": ";
+      append_values(out, &gt.ann_keypoints[i * k3], k3);
+    }
+    if (fields & kGtNumKeypoints && (k3 > 0 || gt.ann_num_keypoints[i] != 0)) {
+      out += ", \"num_keypoints\": ";
+      append_int(out, gt.ann_num_keypoints[i]);
+    }
+    out += '}';
+  }
+  out += "]}\n";
+  return out;
+}
+
+}  // namespace detrain::eval

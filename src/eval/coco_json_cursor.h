@@ -1,0 +1,97 @@
+// A validating pull parser for the COCO JSON files: walks a NUL-terminated buffer once, hands
+// numbers to the caller as correctly rounded doubles (an ulp off would break score ties) and
+// reports malformed input as DataError naming the source and byte offset. Strict RFC 8259 like
+// Python's json module, except that NaN/Infinity literals (a Python extension) are refused.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace detrain::eval {
+
+class JsonCursor {
+ public:
+  // `text` must stay alive and be NUL-terminated at text[size] (std::string guarantees it).
+  JsonCursor(const std::string& text, std::string source);
+
+  // Skips whitespace and returns the next character ('\0' at the end of input).
+  char peek() {
+    skip_ws();
+    return *pos_;
+  }
+  // Consumes `c` after whitespace when it is next; returns whether it was.
+  bool consume(char c) {
+    if (peek() != c) return false;
+    ++pos_;
+    return true;
+  }
+  // Consumes `c` or fails with "expected <what>".
+  void expect(char c, const char* what);
+
+  // A string token; escapes are decoded (into internal scratch storage when present), so the
+  // view is valid until the next string() call.
+  std::string_view string();
+  // A number token as a correctly rounded double.
+  double number();
+  // A number token that must be an integral value within int64 (`field` names it in errors).
+  int64_t integer(const char* field);
+  // A `true` or `false` literal.
+  bool boolean();
+  // Skips any value (validating it). Nesting is limited to kMaxDepth levels.
+  void skip_value();
+
+  // Iterates an array: calls on_element() with the cursor at each element, which must consume
+  // exactly that element.
+  template <class F>
+  void array(F&& on_element) {
+    expect('[', "'['");
+    if (consume(']')) return;
+    do {
+      on_element();
+    } while (comma_or_close(']'));
+  }
+  // Iterates an object: calls on_member(key) with the cursor at the member's value.
+  template <class F>
+  void object(F&& on_member) {
+    expect('{', "'{'");
+    if (consume('}')) return;
+    do {
+      if (peek() != '"') fail("expected a string key");
+      std::string_view key = string();
+      expect(':', "':'");
+      on_member(key);
+    } while (comma_or_close('}'));
+  }
+
+  // Fails unless only whitespace remains.
+  void expect_end();
+
+  size_t offset() const { return static_cast<size_t>(pos_ - base_); }
+  const std::string& source() const { return source_; }
+  // Throws DataError "<source>: malformed JSON at byte <offset>: <what>".
+  [[noreturn]] void fail(const std::string& what) const;
+  // Throws DataError "<source>: <what>" for well-formed JSON with wrong content; names the byte
+  // offset of the value just read so the record can be found.
+  [[noreturn]] void fail_content(const std::string& what, size_t at) const;
+
+  static constexpr int kMaxDepth = 256;
+
+ private:
+  void skip_ws() {
+    while (*pos_ == ' ' || *pos_ == '\n' || *pos_ == '\r' || *pos_ == '\t') ++pos_;
+  }
+  bool comma_or_close(char close);
+  void skip_value_at(int depth);
+  void decode_escapes(const char* begin);
+  uint32_t hex4();
+
+  const char* base_;
+  const char* pos_;
+  const char* end_;
+  std::string source_;
+  std::string scratch_;
+};
+
+}  // namespace detrain::eval
