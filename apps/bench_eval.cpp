@@ -72,29 +72,46 @@ int run_bench_eval(const BenchEvalArgs& args) {
   write_file_atomic(gt_path, gt_text);
   write_file_atomic(results_path, results_text);
 
-  std::vector<double> load_gt, load_results, index, prepare, evaluate, accumulate, summarize, total;
+  // One row per step: wall and process CPU seconds of every repeat (the median is reported).
+  struct Step {
+    std::string name;
+    std::vector<double> wall, cpu;
+  };
+  std::vector<Step> steps = {{"load_gt", {}, {}},   {"load_results", {}, {}},
+                             {"index_gt", {}, {}},  {"prepare", {}, {}},
+                             {"evaluate", {}, {}},  {"accumulate", {}, {}},
+                             {"summarize", {}, {}}, {"evaluate_accumulate_summarize", {}, {}}};
+  const auto record = [&](size_t step, double wall, double cpu) {
+    steps[step].wall.push_back(wall);
+    steps[step].cpu.push_back(cpu);
+  };
   eval::CocoEvalResult result;
   eval::CocoGroundTruth gt;
   size_t num_dets = 0;
   for (int r = 0; r < std::max(args.repeat, 1); ++r) {
     Stopwatch clock;
+    double cpu = eval::process_cpu_seconds();
+    const auto lap = [&](size_t step) {
+      record(step, clock.seconds(), eval::process_cpu_seconds() - cpu);
+      clock.reset();
+      cpu = eval::process_cpu_seconds();
+    };
     gt = eval::load_ground_truth_json(gt_path);
-    load_gt.push_back(clock.seconds());
-    clock.reset();
+    lap(0);
     const eval::CocoDetections dets = eval::load_results_json(results_path, eval::IouType::kBbox);
-    load_results.push_back(clock.seconds());
+    lap(1);
     num_dets = dets.size();
-    clock.reset();
     const eval::CocoEvaluator evaluator(gt, eval::CocoParams::defaults(eval::IouType::kBbox),
                                         {args.threads});
-    index.push_back(clock.seconds());
-    clock.reset();
+    lap(2);
     result = evaluator.evaluate(dets);
-    total.push_back(index.back() + clock.seconds());
-    prepare.push_back(result.timing.prepare_s);
-    evaluate.push_back(result.timing.evaluate_s);
-    accumulate.push_back(result.timing.accumulate_s);
-    summarize.push_back(result.timing.summarize_s);
+    const auto& t = result.timing;
+    record(3, t.prepare_s, t.prepare_cpu_s);
+    record(4, t.evaluate_s, t.evaluate_cpu_s);
+    record(5, t.accumulate_s, t.accumulate_cpu_s);
+    record(6, t.summarize_s, t.summarize_cpu_s);
+    record(7, steps[2].wall.back() + clock.seconds(),
+           steps[2].cpu.back() + eval::process_cpu_seconds() - cpu);
   }
   if (!keep) {
     std::error_code ec;
@@ -105,22 +122,20 @@ int run_bench_eval(const BenchEvalArgs& args) {
   for (uint8_t c : gt.ann_iscrowd) crowd += c;
   const double rss = peak_rss_bytes();
   const int threads = eval::resolve_threads(args.threads);
-  const std::vector<std::pair<std::string, double>> rows = {
-      {"load_gt", median(load_gt)},     {"load_results", median(load_results)},
-      {"index_gt", median(index)},      {"prepare", median(prepare)},
-      {"evaluate", median(evaluate)},   {"accumulate", median(accumulate)},
-      {"summarize", median(summarize)}, {"evaluate_accumulate_summarize", median(total)}};
+  const int repeat = std::max(args.repeat, 1);
   if (args.json) {
-    std::string out =
-        "{\"kind\": \"eval\", \"images\": " + std::to_string(args.images) +
-        ", \"categories\": " + std::to_string(args.categories) +
-        ", \"gt_annotations\": " + std::to_string(gt.num_annotations()) +
-        ", \"crowd\": " + std::to_string(crowd) + ", \"detections\": " + std::to_string(num_dets) +
-        ", \"results_json_bytes\": " + std::to_string(results_text.size()) +
-        ", \"threads\": " + std::to_string(threads) +
-        ", \"repeat\": " + std::to_string(std::max(args.repeat, 1)) + ", \"seconds\": {";
-    for (size_t i = 0; i < rows.size(); ++i)
-      out += (i ? ", \"" : "\"") + rows[i].first + "\": " + eval::shortest_double(rows[i].second);
+    std::string out = "{\"kind\": \"eval\", \"images\": " + std::to_string(args.images) +
+                      ", \"categories\": " + std::to_string(args.categories) +
+                      ", \"gt_annotations\": " + std::to_string(gt.num_annotations()) +
+                      ", \"crowd\": " + std::to_string(crowd) +
+                      ", \"detections\": " + std::to_string(num_dets) +
+                      ", \"results_json_bytes\": " + std::to_string(results_text.size()) +
+                      ", \"threads\": " + std::to_string(threads) +
+                      ", \"repeat\": " + std::to_string(repeat) + ", \"seconds\": {";
+    for (size_t i = 0; i < steps.size(); ++i)
+      out += (i ? ", \"" : "\"") + steps[i].name +
+             "\": {\"wall\": " + eval::shortest_double(median(steps[i].wall)) +
+             ", \"cpu\": " + eval::shortest_double(median(steps[i].cpu)) + "}";
     out += "}, \"peak_rss_bytes\": " + std::to_string(static_cast<int64_t>(rss)) + ", \"stats\": [";
     for (size_t i = 0; i < result.stats.size(); ++i)
       out += (i ? ", " : "") + eval::shortest_double(result.stats[i]);
@@ -135,10 +150,10 @@ int run_bench_eval(const BenchEvalArgs& args) {
       with_thousands(static_cast<int64_t>(gt.num_annotations())).c_str(),
       with_thousands(static_cast<int64_t>(crowd)).c_str(),
       with_thousands(static_cast<int64_t>(num_dets)).c_str(),
-      human_bytes(static_cast<double>(results_text.size())).c_str(), threads,
-      std::max(args.repeat, 1));
-  std::printf("%-32s %10s\n", "step", "seconds");
-  for (const auto& row : rows) std::printf("%-32s %10.4f\n", row.first.c_str(), row.second);
+      human_bytes(static_cast<double>(results_text.size())).c_str(), threads, repeat);
+  std::printf("%-32s %10s %10s\n", "step", "wall s", "cpu s");
+  for (const auto& step : steps)
+    std::printf("%-32s %10.4f %10.4f\n", step.name.c_str(), median(step.wall), median(step.cpu));
   std::printf("%-32s %10s\n", "peak RSS", human_bytes(rss).c_str());
   for (const auto& line : result.summary_lines()) std::printf("%s\n", line.c_str());
   if (keep) std::printf("inputs kept: %s, %s\n", gt_path.c_str(), results_path.c_str());

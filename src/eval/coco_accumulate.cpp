@@ -29,32 +29,46 @@ int64_t tp_needed(double r, int64_t npig) {
 }  // namespace
 
 void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells, size_t num_cells,
-                         int k, double* precision, double* recall, double* scores,
-                         AccumulateScratch& s) {
+                         double* precision, double* recall, double* scores, AccumulateScratch& s) {
   if (num_cells == 0) return;  // no GT and no detection: -1 stays
   const std::vector<double>& iou_thresholds = *in.iou_thresholds;
   const std::vector<double>& recall_thresholds = *in.recall_thresholds;
   const std::vector<int64_t>& max_dets = *in.max_dets;
   const size_t T = iou_thresholds.size(), R = recall_thresholds.size();
   const size_t A = static_cast<size_t>(in.num_areas), M = max_dets.size();
-  const size_t K = static_cast<size_t>(in.num_categories);
-  const size_t kk = static_cast<size_t>(k);
 
-  // One stable sort by score for every area range and maxDets: entries start in (image, rank)
-  // order, which is numpy's tie order after concatenating the cells by image.
+  // One sort for every area range and maxDets, by score and then (image, rank in the cell):
+  // numpy's stable order after concatenating the cells by image.
   s.entries.clear();
   for (size_t c = 0; c < num_cells; ++c)
-    for (int32_t r = 0; r < cells[c].num_slots; ++r) {
-      const int64_t slot = cells[c].slot_begin + r;
-      s.entries.push_back({in.slot_score[slot], static_cast<int32_t>(c), r, slot});
-    }
-  std::stable_sort(s.entries.begin(), s.entries.end(),
-                   [](const AccumulateScratch::Entry& a, const AccumulateScratch::Entry& b) {
-                     return a.score > b.score;
-                   });
+    for (int32_t r = 0; r < cells[c].num_slots; ++r)
+      s.entries.push_back({in.slot_score[cells[c].slot_begin + r], static_cast<uint32_t>(c),
+                           static_cast<uint32_t>(r)});
+  std::sort(s.entries.begin(), s.entries.end(),
+            [](const AccumulateScratch::Entry& a, const AccumulateScratch::Entry& b) {
+              if (a.score != b.score) return a.score > b.score;
+              return a.cell != b.cell ? a.cell < b.cell : a.rank < b.rank;
+            });
+  // The outcome bits in sorted order: one scattered read per detection instead of one per
+  // (area range, maxDets) walk.
+  const int words = outcome_words(T);
+  const size_t per_slot = outcome_offset(1, 0, A, words);
+  s.sorted_bits.resize(s.entries.size() * per_slot);
+  for (size_t i = 0; i < s.entries.size(); ++i) {
+    const auto& e = s.entries[i];
+    const OutcomeWord* bits =
+        in.outcome +
+        outcome_offset(static_cast<size_t>(cells[e.cell].slot_begin + e.rank), 0, A, words);
+    std::copy(bits, bits + per_slot,
+              s.sorted_bits.begin() + static_cast<std::ptrdiff_t>(i * per_slot));
+  }
 
   s.tp.resize(T);
-  s.fp.resize(T);
+  s.ignored.resize(T);
+  s.ignored_all.resize(static_cast<size_t>(words));
+  s.word_mask.assign(static_cast<size_t>(words), 0);
+  for (size_t t = 0; t < T; ++t)
+    s.word_mask[t / kOutcomeWordBits] |= OutcomeWord{1} << (t % kOutcomeWordBits);
   s.recall_count.resize(R);
   for (size_t a = 0; a < A; ++a) {
     int64_t npig = 0;
@@ -70,29 +84,44 @@ void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells,
 
     for (size_t m = 0; m < M; ++m) {
       const int64_t max_det = max_dets[m];
+      // FP count before a TP = entries before it - TPs before it - ignored before it. Only
+      // TP and ignore events are visited; a detection ignored at every threshold (common outside
+      // an area range) bumps one counter.
       std::fill(s.tp.begin(), s.tp.end(), 0);
-      std::fill(s.fp.begin(), s.fp.end(), 0);
-      size_t nd = 0;
+      std::fill(s.ignored.begin(), s.ignored.end(), 0);
+      std::fill(s.ignored_all.begin(), s.ignored_all.end(), 0);
+      int64_t nd = 0;
       double first_score = 0;
-      for (const auto& e : s.entries) {
+      for (size_t i = 0; i < s.entries.size(); ++i) {
+        const auto& e = s.entries[i];
         if (e.rank >= max_det) continue;
-        if (nd++ == 0) first_score = e.score;
-        const uint8_t* outcome = in.outcome + (static_cast<size_t>(e.slot) * A + a) * T;
-        for (size_t t = 0; t < T; ++t) {
-          if (outcome[t] == 1) {
+        const int64_t position = nd++;
+        if (position == 0) first_score = e.score;
+        const OutcomeWord* bits =
+            s.sorted_bits.data() + i * per_slot + outcome_offset(0, a, A, words);
+        for (int w = 0; w < words; ++w) {
+          OutcomeWord ignored_bits = bits[words + w];
+          if (ignored_bits == s.word_mask[w]) {
+            ++s.ignored_all[w];
+            continue;
+          }
+          const size_t t0 = static_cast<size_t>(w) * kOutcomeWordBits;
+          for (OutcomeWord tp_bits = bits[w]; tp_bits; tp_bits &= tp_bits - 1) {
+            const size_t t = t0 + static_cast<size_t>(__builtin_ctz(tp_bits));
             const int64_t tp = ++s.tp[t];
             if (static_cast<size_t>(tp) > max_tp)
               throw std::logic_error("coco accumulate: more true positives than GTs");
-            s.fp_at_tp[t * stride + static_cast<size_t>(tp)] = s.fp[t];
+            s.fp_at_tp[t * stride + static_cast<size_t>(tp)] =
+                position - (tp - 1) - s.ignored_all[w] - s.ignored[t];
             s.score_at_tp[t * stride + static_cast<size_t>(tp)] = e.score;
-          } else if (outcome[t] == 0) {
-            ++s.fp[t];
           }
+          for (; ignored_bits; ignored_bits &= ignored_bits - 1)
+            ++s.ignored[t0 + static_cast<size_t>(__builtin_ctz(ignored_bits))];
         }
       }
       for (size_t t = 0; t < T; ++t) {
         const int64_t ntp = s.tp[t];
-        recall[((t * K + kk) * A + a) * M + m] =
+        recall[(a * M + m) * T + t] =
             nd ? static_cast<double>(ntp) / static_cast<double>(npig) : 0.0;
         // Running maximum from the right over TP events c = ntp .. 1.
         s.precision_max[static_cast<size_t>(ntp) + 1] = 0.0;
@@ -105,7 +134,7 @@ void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells,
         }
         bool reachable = nd > 0;  // with no detection numpy's lookup fails: all zeros
         for (size_t j = 0; j < R; ++j) {
-          const size_t at = (((t * R + j) * K + kk) * A + a) * M + m;
+          const size_t at = ((a * M + m) * T + t) * R + j;
           const int64_t c = s.recall_count[j];
           if (reachable && c > ntp) reachable = false;  // and every later threshold too
           if (!reachable) {
@@ -122,6 +151,16 @@ void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells,
       }
     }
   }
+}
+
+void transpose(const double* src, size_t rows, size_t cols, double* dst) {
+  constexpr size_t kBlock = 32;
+  for (size_t i0 = 0; i0 < rows; i0 += kBlock)
+    for (size_t j0 = 0; j0 < cols; j0 += kBlock) {
+      const size_t i1 = std::min(rows, i0 + kBlock), j1 = std::min(cols, j0 + kBlock);
+      for (size_t i = i0; i < i1; ++i)
+        for (size_t j = j0; j < j1; ++j) dst[j * rows + i] = src[i * cols + j];
+    }
 }
 
 }  // namespace detrain::eval

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "eval/coco_match.h"
 #include "eval/coco_types.h"
 
 namespace detrain::eval {
@@ -20,33 +21,38 @@ struct AccumulateCell {
 
 struct AccumulateInput {
   const double* slot_score = nullptr;                      // [S]
-  const uint8_t* outcome = nullptr;                        // [S, A, T] DetOutcome
+  const OutcomeWord* outcome = nullptr;                    // match_cell outcome bits per slot
   const std::vector<double>* iou_thresholds = nullptr;     // T
   const std::vector<double>* recall_thresholds = nullptr;  // R
   const std::vector<int64_t>* max_dets = nullptr;          // M, ascending
   int num_areas = 0;                                       // A
-  int num_categories = 0;                                  // K of the output arrays
 };
 
 struct AccumulateScratch {
   struct Entry {
     double score;
-    int32_t cell;
-    int32_t rank;
-    int64_t slot;
+    uint32_t cell;
+    uint32_t rank;
   };
   std::vector<Entry> entries;
-  std::vector<int64_t> recall_count;  // [R] TPs needed to reach each recall threshold
-  std::vector<int64_t> tp, fp;        // [T]
-  std::vector<int64_t> fp_at_tp;      // [T, npig + 1]
-  std::vector<double> score_at_tp;    // [T, npig + 1]
-  std::vector<double> precision_max;  // [npig + 2]
+  std::vector<OutcomeWord> sorted_bits;  // outcome bits of `entries`, in their order
+  std::vector<int64_t> recall_count;     // [R] TPs needed to reach each recall threshold
+  std::vector<int64_t> tp, ignored;      // [T] counts so far
+  std::vector<int64_t> ignored_all;      // [W] detections ignored at every threshold of a word
+  std::vector<OutcomeWord> word_mask;    // [W] bits of the thresholds in each word
+  std::vector<int64_t> fp_at_tp;         // [T, npig + 1]
+  std::vector<double> score_at_tp;       // [T, npig + 1]
+  std::vector<double> precision_max;     // [npig + 2]
 };
 
-// Writes precision/scores [T, R, K, A, M] and recall [T, K, A, M] for category index k; entries
-// of a (k, a, m) without GT stay as they are (the caller fills -1 first).
+// Writes one category's precision and scores as [A, M, T, R] and recall as [A, M, T] (the
+// caller transposes them into pycocotools' [T, R, K, A, M]: writing that layout directly would
+// scatter every store). Entries of an (a, m) without GT stay as they are (the caller fills -1).
 void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells, size_t num_cells,
-                         int k, double* precision, double* recall, double* scores,
+                         double* precision, double* recall, double* scores,
                          AccumulateScratch& scratch);
+
+// dst[j * rows + i] = src[i * cols + j] for a rows x cols matrix (cache-blocked).
+void transpose(const double* src, size_t rows, size_t cols, double* dst);
 
 }  // namespace detrain::eval

@@ -41,19 +41,32 @@ std::vector<int64_t> sorted_unique(std::vector<int64_t> ids) {
   return ids;
 }
 
-// Stable counting sort of items by a key in [0, buckets): returns the bucket offsets
-// ([buckets + 1]) and fills `order` with item positions grouped by key, original order kept.
+// Stable counting sort: positions of `order`'s items grouped by key (in [0, buckets)), their
+// order kept inside a bucket.
 template <class KeyOf>
-std::vector<int32_t> bucket_by(size_t n, size_t buckets, KeyOf key_of,
-                               std::vector<int32_t>& order) {
+std::vector<int32_t> stable_bucket(const std::vector<int32_t>& order, size_t buckets,
+                                   KeyOf key_of) {
   std::vector<int32_t> begin(buckets + 1, 0);
-  for (size_t i = 0; i < n; ++i) ++begin[static_cast<size_t>(key_of(i)) + 1];
+  for (int32_t item : order) ++begin[static_cast<size_t>(key_of(item)) + 1];
   for (size_t b = 0; b < buckets; ++b) begin[b + 1] += begin[b];
-  std::vector<int32_t> fill(begin.begin(), begin.end() - 1);
-  order.resize(n);
-  for (size_t i = 0; i < n; ++i)
-    order[static_cast<size_t>(fill[static_cast<size_t>(key_of(i))]++)] = static_cast<int32_t>(i);
-  return begin;
+  std::vector<int32_t> sorted(order.size());
+  for (int32_t item : order)
+    sorted[static_cast<size_t>(begin[static_cast<size_t>(key_of(item))]++)] = item;
+  return sorted;
+}
+
+// Entries sorted by (cell category, image, pooled category) with their given order kept inside
+// (least significant key first). `cell_category` is the category index, or 0 for every entry
+// when categories are pooled (use_cats off: a cell is an image, categories ascending inside).
+template <class ImageOf, class CategoryOf>
+std::vector<int32_t> cell_order(size_t n, size_t num_images, size_t num_categories, bool pooled,
+                                ImageOf image_of, CategoryOf category_of) {
+  std::vector<int32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  if (pooled) order = stable_bucket(order, num_categories, category_of);
+  order = stable_bucket(order, num_images, image_of);
+  if (!pooled) order = stable_bucket(order, num_categories, category_of);
+  return order;
 }
 
 void require_fields(const CocoGroundTruth& gt, size_t ann, IouType type) {
@@ -86,7 +99,9 @@ GtIndex build_gt_index(const CocoGroundTruth& gt, const CocoParams& params) {
 
   std::vector<int64_t> gt_category_ids;
   for (const auto& c : gt.categories) gt_category_ids.push_back(c.id);
-  index.gt_categories = IdLookup(gt_category_ids);
+  index.gt_categories = IdLookup(sorted_unique(gt_category_ids));
+  index.images_are_all = params.image_ids.empty();
+  index.categories_are_all = params.category_ids.empty();
   const std::vector<int64_t>& listed =
       params.category_ids.empty() ? gt_category_ids : params.category_ids;
   index.category_ids = sorted_unique(listed);
@@ -106,25 +121,26 @@ GtIndex build_gt_index(const CocoGroundTruth& gt, const CocoParams& params) {
 
   // Annotations by their own image, in file order (getAnnIds' imgToAnns walk).
   const size_t num_images = index.image_ids.size();
+  const size_t num_categories = index.category_ids.size();
   std::vector<int32_t> image_of(n);
-  for (size_t j = 0; j < n; ++j) image_of[j] = index.eval_images.find(gt.ann_image_id[j]);
-  std::vector<int32_t> kept;
-  for (size_t j = 0; j < n; ++j)
-    if (image_of[j] >= 0) kept.push_back(static_cast<int32_t>(j));
-  std::vector<int32_t> walk_order;
-  bucket_by(
-      kept.size(), num_images, [&](size_t i) { return image_of[static_cast<size_t>(kept[i])]; },
-      walk_order);
+  std::vector<int32_t> walk;
+  for (size_t j = 0; j < n; ++j) {
+    image_of[j] = index.eval_images.find(gt.ann_image_id[j]);
+    if (image_of[j] >= 0) walk.push_back(static_cast<int32_t>(j));
+  }
+  walk =
+      stable_bucket(walk, num_images, [&](int32_t j) { return image_of[static_cast<size_t>(j)]; });
 
   struct Entry {
     int32_t image, category, annotation;
   };
   std::vector<Entry> entries;
-  entries.reserve(kept.size());
-  for (size_t w = 0; w < walk_order.size(); ++w) {
-    const size_t j = static_cast<size_t>(kept[static_cast<size_t>(walk_order[w])]);
-    if (params.use_cats && index.eval_categories.find(gt.ann_category_id[j]) < 0) continue;
-    const size_t r = static_cast<size_t>(resolved[j]);
+  entries.reserve(walk.size());
+  for (const int32_t j : walk) {
+    if (params.use_cats &&
+        index.eval_categories.find(gt.ann_category_id[static_cast<size_t>(j)]) < 0)
+      continue;
+    const size_t r = static_cast<size_t>(resolved[static_cast<size_t>(j)]);
     const int32_t image = index.eval_images.find(gt.ann_image_id[r]);
     const int32_t category = index.eval_categories.find(gt.ann_category_id[r]);
     if (image < 0 || category < 0) continue;  // lands in a cell that is never evaluated
@@ -132,19 +148,14 @@ GtIndex build_gt_index(const CocoGroundTruth& gt, const CocoParams& params) {
     entries.push_back({image, category, static_cast<int32_t>(r)});
   }
 
-  // Cell order: by image, then category, keeping the walk order inside a cell.
-  std::vector<int32_t> order;
-  index.image_begin = bucket_by(
-      entries.size(), num_images, [&](size_t i) { return entries[i].image; }, order);
-  for (size_t i = 0; i < num_images; ++i)
-    std::stable_sort(order.begin() + index.image_begin[i], order.begin() + index.image_begin[i + 1],
-                     [&](int32_t a, int32_t b) {
-                       return entries[static_cast<size_t>(a)].category <
-                              entries[static_cast<size_t>(b)].category;
-                     });
-
+  const bool pooled = !params.use_cats;
+  const std::vector<int32_t> order = cell_order(
+      entries.size(), num_images, num_categories, pooled,
+      [&](int32_t e) { return entries[static_cast<size_t>(e)].image; },
+      [&](int32_t e) { return entries[static_cast<size_t>(e)].category; });
   const size_t num_entries = entries.size();
-  index.entry_category.resize(num_entries);
+  index.entry_image.resize(num_entries);
+  index.entry_cell_category.resize(num_entries);
   index.entry_annotation.resize(num_entries);
   index.box.resize(num_entries);
   index.area.resize(num_entries);
@@ -154,7 +165,8 @@ GtIndex build_gt_index(const CocoGroundTruth& gt, const CocoParams& params) {
   for (size_t e = 0; e < num_entries; ++e) {
     const Entry& entry = entries[static_cast<size_t>(order[e])];
     const size_t a = static_cast<size_t>(entry.annotation);
-    index.entry_category[e] = entry.category;
+    index.entry_image[e] = entry.image;
+    index.entry_cell_category[e] = pooled ? 0 : entry.category;
     index.entry_annotation[e] = entry.annotation;
     index.box[e] = gt.ann_bbox[a];
     index.area[e] = gt.ann_area[a];
@@ -174,7 +186,8 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
   size_t in_cells = 0;
   for (size_t i = 0; i < n; ++i) {
     det_image[i] = -1;
-    if (index.all_images.find(dets.image_id[i]) < 0)
+    const int32_t gt_image = index.all_images.find(dets.image_id[i]);
+    if (gt_image < 0)
       throw DataError(dets.source + ": result " + std::to_string(i) + " has image_id " +
                       std::to_string(dets.image_id[i]) +
                       ", which is not an image of the ground truth (pycocotools: 'Results do not "
@@ -183,14 +196,17 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
     if (std::isnan(dets.score[i]) || std::isnan(b.x) || std::isnan(b.y) || std::isnan(b.w) ||
         std::isnan(b.h))
       throw DataError(dets.source + ": result " + std::to_string(i) + " has a NaN score or box");
-    const int32_t image = index.eval_images.find(dets.image_id[i]);
+    const int32_t image =
+        index.images_are_all ? gt_image : index.eval_images.find(dets.image_id[i]);
     if (image < 0) continue;
-    if (index.gt_categories.find(dets.category_id[i]) < 0) {
+    const int32_t gt_category = index.gt_categories.find(dets.category_id[i]);
+    if (gt_category < 0) {
       if (counts.dropped_unknown_category++ == 0)
         counts.first_unknown_category = dets.category_id[i];
       continue;
     }
-    const int32_t category = index.eval_categories.find(dets.category_id[i]);
+    const int32_t category =
+        index.categories_are_all ? gt_category : index.eval_categories.find(dets.category_id[i]);
     if (category < 0) continue;
     det_image[i] = image;
     det_category[i] = category;
@@ -199,75 +215,67 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
   counts.detections = n;
   counts.detections_in_cells = in_cells;
 
-  // Detections by image (file order kept), then by category inside each image.
+  const bool pooled = !params.use_cats;
+  const size_t num_categories = index.category_ids.size();
   std::vector<int32_t> kept;
   kept.reserve(in_cells);
   for (size_t i = 0; i < n; ++i)
     if (det_image[i] >= 0) kept.push_back(static_cast<int32_t>(i));
-  std::vector<int32_t> order;
-  const std::vector<int32_t> dt_image_begin = bucket_by(
-      kept.size(), num_images, [&](size_t i) { return det_image[static_cast<size_t>(kept[i])]; },
-      order);
-  CellTable table;
-  table.dt_entries.resize(kept.size());
-  for (size_t i = 0; i < kept.size(); ++i)
-    table.dt_entries[i] = kept[static_cast<size_t>(order[i])];
-  for (size_t i = 0; i < num_images; ++i)
-    std::stable_sort(table.dt_entries.begin() + dt_image_begin[i],
-                     table.dt_entries.begin() + dt_image_begin[i + 1], [&](int32_t a, int32_t b) {
-                       return det_category[static_cast<size_t>(a)] <
-                              det_category[static_cast<size_t>(b)];
-                     });
+  const std::vector<int32_t> order = cell_order(
+      kept.size(), num_images, num_categories, pooled,
+      [&](int32_t k) { return det_image[static_cast<size_t>(kept[static_cast<size_t>(k)])]; },
+      [&](int32_t k) { return det_category[static_cast<size_t>(kept[static_cast<size_t>(k)])]; });
 
-  // Merge the GT and detection runs of each image into cells (image-major).
-  std::vector<Cell> by_image;
-  const bool pooled = !params.use_cats;
-  for (size_t i = 0; i < num_images; ++i) {
-    int32_t g = index.image_begin[i];
-    const int32_t g_end = index.image_begin[i + 1];
-    int64_t d = dt_image_begin[i];
-    const int64_t d_end = dt_image_begin[i + 1];
-    if (pooled) {
-      if (g < g_end || d < d_end)
-        by_image.push_back({static_cast<int32_t>(i), 0, g, g_end, d, d_end, 0, 0});
-      continue;
-    }
-    while (g < g_end || d < d_end) {
-      const int32_t gc = g < g_end ? index.entry_category[static_cast<size_t>(g)] : INT32_MAX;
-      const int32_t dc =
-          d < d_end ? det_category[static_cast<size_t>(table.dt_entries[static_cast<size_t>(d)])]
-                    : INT32_MAX;
-      const int32_t category = std::min(gc, dc);
-      Cell cell{static_cast<int32_t>(i), category, g, g, d, d, 0, 0};
-      while (cell.gt_end < g_end &&
-             index.entry_category[static_cast<size_t>(cell.gt_end)] == category)
-        ++cell.gt_end;
-      while (
-          cell.dt_end < d_end &&
-          det_category[static_cast<size_t>(table.dt_entries[static_cast<size_t>(cell.dt_end)])] ==
-              category)
-        ++cell.dt_end;
-      g = cell.gt_end;
-      d = cell.dt_end;
-      by_image.push_back(cell);
-    }
+  // Detection fields gathered into cell order, so the cell phase reads contiguous memory.
+  CellTable table;
+  const size_t m = kept.size();
+  table.dt_index.resize(m);
+  table.dt_score.resize(m);
+  table.dt_box.resize(m);
+  table.dt_area.resize(m);
+  for (size_t j = 0; j < m; ++j) {
+    const int32_t i = kept[static_cast<size_t>(order[j])];
+    table.dt_index[j] = i;
+    table.dt_score[j] = dets.score[static_cast<size_t>(i)];
+    table.dt_box[j] = dets.bbox[static_cast<size_t>(i)];
+    table.dt_area[j] = dets.area[static_cast<size_t>(i)];
   }
 
-  // Category-major order, images ascending inside; slots after the maxDets cut.
-  const size_t num_categories = pooled ? 1 : index.category_ids.size();
-  std::vector<int32_t> cell_order;
-  table.category_begin = bucket_by(
-      by_image.size(), num_categories, [&](size_t c) { return by_image[c].category; }, cell_order);
+  // Cells: runs of equal (cell category, image) in the GT entries and the detections, merged.
+  const auto gt_key = [&](size_t e) {
+    return (static_cast<uint64_t>(index.entry_cell_category[e]) << 32) |
+           static_cast<uint32_t>(index.entry_image[e]);
+  };
+  const auto dt_key = [&](size_t j) {
+    const size_t i = static_cast<size_t>(table.dt_index[j]);
+    return (static_cast<uint64_t>(pooled ? 0 : det_category[i]) << 32) |
+           static_cast<uint32_t>(det_image[i]);
+  };
+  const size_t num_gt = index.entry_image.size();
   const int64_t max_det = params.max_dets.empty() ? 0 : params.max_dets.back();
-  table.cells.resize(by_image.size());
+  table.category_begin.assign((pooled ? 1 : num_categories) + 1, 0);
+  size_t g = 0, d = 0;
   int64_t slot = 0;
-  for (size_t c = 0; c < by_image.size(); ++c) {
-    Cell cell = by_image[static_cast<size_t>(cell_order[c])];
+  while (g < num_gt || d < m) {
+    const uint64_t key =
+        std::min(g < num_gt ? gt_key(g) : UINT64_MAX, d < m ? dt_key(d) : UINT64_MAX);
+    Cell cell;
+    cell.image = static_cast<int32_t>(key & 0xffffffffu);
+    cell.category = static_cast<int32_t>(key >> 32);
+    cell.gt_begin = static_cast<int32_t>(g);
+    while (g < num_gt && gt_key(g) == key) ++g;
+    cell.gt_end = static_cast<int32_t>(g);
+    cell.dt_begin = static_cast<int64_t>(d);
+    while (d < m && dt_key(d) == key) ++d;
+    cell.dt_end = static_cast<int64_t>(d);
     cell.slot_begin = slot;
     cell.num_slots = static_cast<int32_t>(std::min<int64_t>(cell.dt_end - cell.dt_begin, max_det));
     slot += cell.num_slots;
-    table.cells[c] = cell;
+    ++table.category_begin[static_cast<size_t>(cell.category) + 1];
+    table.cells.push_back(cell);
   }
+  for (size_t k = 0; k + 1 < table.category_begin.size(); ++k)
+    table.category_begin[k + 1] += table.category_begin[k];
   table.num_slots = slot;
   counts.cells = table.cells.size();
   return table;

@@ -38,19 +38,23 @@ class IdLookup {
 };
 
 // Ground truth prepared once per evaluator: lookups and the evaluated GT entries (an annotation
-// may appear twice when its id is repeated, as pycocotools' id-keyed lookups make it), grouped
-// by image and, inside an image, by category; per-entry fields gathered for the matcher.
+// may appear twice when its id is repeated, as pycocotools' id-keyed lookups make it) in cell
+// order (see Cell), per-entry fields gathered for the matcher.
 struct GtIndex {
   std::vector<int64_t> image_ids;     // evaluated images, ascending
   std::vector<int64_t> category_ids;  // evaluated categories, ascending
-  IdLookup all_images;                // every GT image (results must name one)
-  IdLookup gt_categories;             // every GT category (others are dropped and counted)
-  IdLookup eval_images;               // -> index into image_ids
-  IdLookup eval_categories;           // -> index into category_ids
+  IdLookup all_images;                // every GT image, ascending (results must name one)
+  IdLookup gt_categories;    // every GT category, ascending (others are dropped and counted)
+  IdLookup eval_images;      // -> index into image_ids
+  IdLookup eval_categories;  // -> index into category_ids
+  // Without explicit image/category lists the evaluated sets are all of the GT's, and one
+  // lookup gives both answers.
+  bool images_are_all = true;
+  bool categories_are_all = true;
 
-  std::vector<int32_t> image_begin;       // [I + 1] entry ranges per image
-  std::vector<int32_t> entry_category;    // category index per entry
-  std::vector<int32_t> entry_annotation;  // annotation index per entry
+  std::vector<int32_t> entry_image;          // image index per entry
+  std::vector<int32_t> entry_cell_category;  // category index (0 for all when pooled)
+  std::vector<int32_t> entry_annotation;     // annotation index per entry
   std::vector<BoxXywh> box;
   std::vector<double> area;
   std::vector<uint8_t> crowd;
@@ -61,11 +65,13 @@ struct GtIndex {
 // Throws DataError naming the annotation id when an evaluated annotation lacks a field.
 GtIndex build_gt_index(const CocoGroundTruth& gt, const CocoParams& params);
 
+// An (image, category) pair holding a GT or a detection; with use_cats off, an image holding
+// any (categories pooled in ascending order). Cells are ordered by category, then image.
 struct Cell {
   int32_t image = 0;                 // index into GtIndex::image_ids
   int32_t category = 0;              // index into the arrays' K (0 with use_cats = false)
   int32_t gt_begin = 0, gt_end = 0;  // GtIndex entries
-  int64_t dt_begin = 0, dt_end = 0;  // CellTable::dt_entries (file order)
+  int64_t dt_begin = 0, dt_end = 0;  // CellTable::dt_* (file order inside the cell)
   int64_t slot_begin = 0;            // detections kept after the maxDets cut
   int32_t num_slots = 0;
 };
@@ -73,7 +79,11 @@ struct Cell {
 struct CellTable {
   std::vector<Cell> cells;              // category-major, images ascending inside
   std::vector<int32_t> category_begin;  // [K + 1] cell ranges per category
-  std::vector<int32_t> dt_entries;      // detection indices grouped by cell, file order
+  // Detections in cell order (file order inside a cell), fields gathered for locality.
+  std::vector<int32_t> dt_index;  // index into CocoDetections
+  std::vector<double> dt_score;
+  std::vector<BoxXywh> dt_box;
+  std::vector<double> dt_area;
   int64_t num_slots = 0;
 };
 

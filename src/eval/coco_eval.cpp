@@ -123,35 +123,47 @@ CocoEvalResult CocoEvaluator::evaluate(const CocoDetections& dets) const {
   result.counts.gt_annotations = index.entry_annotation.size();
 
   Stopwatch clock;
+  double cpu = process_cpu_seconds();
+  const auto lap = [&](double& wall_s, double& cpu_s) {
+    wall_s = clock.seconds();
+    cpu_s = process_cpu_seconds() - cpu;
+    clock.reset();
+    cpu = process_cpu_seconds();
+  };
   const CellTable table = build_cells(index, dets, p, result.counts);
-  result.timing.prepare_s = clock.seconds();
+  lap(result.timing.prepare_s, result.timing.prepare_cpu_s);
 
   // evaluate(): one similarity matrix per cell, matched for every area range and threshold.
-  clock.reset();
   const size_t S = static_cast<size_t>(table.num_slots);
   std::vector<double> slot_score(S);
-  std::vector<uint8_t> outcome(S * A * T);
+  const int words = outcome_words(T);
+  std::vector<OutcomeWord> outcome(outcome_offset(S, 0, A, words));
   std::vector<int32_t> npig(table.cells.size() * A);
   std::vector<CellScratch> scratch(static_cast<size_t>(threads));
+  const MatchSetup setup = make_match_setup(p.iou_thresholds, p.area_ranges);
   const size_t k3 = 3 * static_cast<size_t>(num_kp);
   parallel_chunks(table.cells.size(), 32, threads, [&](int worker, size_t begin, size_t end) {
     CellScratch& s = scratch[static_cast<size_t>(worker)];
     for (size_t c = begin; c < end; ++c) {
       const Cell& cell = table.cells[c];
-      // Detections: stable sort by score (file order breaks ties), cut to maxDets[-1].
-      s.order.assign(table.dt_entries.begin() + cell.dt_begin,
-                     table.dt_entries.begin() + cell.dt_end);
-      std::stable_sort(s.order.begin(), s.order.end(), [&](int32_t a, int32_t b) {
-        return dets.score[static_cast<size_t>(a)] > dets.score[static_cast<size_t>(b)];
-      });
+      // Detections by score, file order breaking ties (numpy's stable argsort), cut to
+      // maxDets[-1]. Positions inside the cell are in file order.
+      const int64_t n = cell.dt_end - cell.dt_begin;
+      const double* score = table.dt_score.data() + cell.dt_begin;
+      s.order.resize(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j) s.order[static_cast<size_t>(j)] = static_cast<int32_t>(j);
+      if (n > 1)
+        std::sort(s.order.begin(), s.order.end(), [&](int32_t a, int32_t b) {
+          return score[a] != score[b] ? score[a] > score[b] : a < b;
+        });
       const int num_dt = cell.num_slots;
       s.dt_box.resize(static_cast<size_t>(num_dt));
       s.dt_area.resize(static_cast<size_t>(num_dt));
       for (int d = 0; d < num_dt; ++d) {
-        const size_t i = static_cast<size_t>(s.order[static_cast<size_t>(d)]);
-        slot_score[static_cast<size_t>(cell.slot_begin) + d] = dets.score[i];
-        s.dt_box[d] = dets.bbox[i];
-        s.dt_area[d] = dets.area[i];
+        const size_t j = static_cast<size_t>(cell.dt_begin + s.order[static_cast<size_t>(d)]);
+        slot_score[static_cast<size_t>(cell.slot_begin) + d] = table.dt_score[j];
+        s.dt_box[d] = table.dt_box[j];
+        s.dt_area[d] = table.dt_area[j];
       }
       CellGts gts;
       gts.count = cell.gt_end - cell.gt_begin;
@@ -176,27 +188,29 @@ CocoEvalResult CocoEvaluator::evaluate(const CocoDetections& dets) const {
           s.keypoints.dt_rows.resize(static_cast<size_t>(num_dt));
           for (int d = 0; d < num_dt; ++d)
             s.keypoints.dt_rows[d] =
-                dets.keypoints.data() + static_cast<size_t>(s.order[static_cast<size_t>(d)]) * k3;
+                dets.keypoints.data() + static_cast<size_t>(table.dt_index[static_cast<size_t>(
+                                            cell.dt_begin + s.order[static_cast<size_t>(d)])]) *
+                                            k3;
           keypoint_oks(s.keypoints, gts, num_dt, s.ious.data());
         } else {
           box_ious(cell_dets, gts, s.ious.data());
         }
       }
-      match_cell(gts, cell_dets, s.ious.data(), p.iou_thresholds, p.area_ranges,
-                 outcome.data() + static_cast<size_t>(cell.slot_begin) * A * T, npig.data() + c * A,
-                 s.match);
+      match_cell(gts, cell_dets, s.ious.data(), setup,
+                 outcome.data() + outcome_offset(static_cast<size_t>(cell.slot_begin), 0, A, words),
+                 npig.data() + c * A, s.match);
     }
   });
-  result.timing.evaluate_s = clock.seconds();
+  lap(result.timing.evaluate_s, result.timing.evaluate_cpu_s);
 
   // accumulate(): one category per work item.
-  clock.reset();
-  result.precision.assign(T * R * K * A * M, -1.0);
-  result.recall.assign(T * K * A * M, -1.0);
-  result.scores.assign(T * R * K * A * M, -1.0);
+  // Category-major blocks [K][A, M, T, R] (each work item writes one contiguous block), then
+  // transposed into pycocotools' [T, R, K, A, M].
+  const size_t block = A * M * T * R;
+  std::vector<double> precision_k(K * block, -1.0), scores_k(K * block, -1.0);
+  std::vector<double> recall_k(K * A * M * T, -1.0);
   const AccumulateInput input{slot_score.data(),    outcome.data(), &p.iou_thresholds,
-                              &p.recall_thresholds, &p.max_dets,    static_cast<int>(A),
-                              static_cast<int>(K)};
+                              &p.recall_thresholds, &p.max_dets,    static_cast<int>(A)};
   result.gt_per_category.assign(K, 0);
   for (size_t k = 0; k < K; ++k)
     for (int32_t c = table.category_begin[k]; c < table.category_begin[k + 1]; ++c)
@@ -211,16 +225,21 @@ CocoEvalResult CocoEvaluator::evaluate(const CocoDetections& dets) const {
         cells.push_back(
             {cell.slot_begin, cell.num_slots, npig.data() + static_cast<size_t>(c) * A});
       }
-      accumulate_category(input, cells.data(), cells.size(), static_cast<int>(k),
-                          result.precision.data(), result.recall.data(), result.scores.data(),
+      accumulate_category(input, cells.data(), cells.size(), precision_k.data() + k * block,
+                          recall_k.data() + k * A * M * T, scores_k.data() + k * block,
                           accumulate_scratch[static_cast<size_t>(worker)]);
     }
   });
-  result.timing.accumulate_s = clock.seconds();
+  result.precision.resize(precision_k.size());
+  result.scores.resize(scores_k.size());
+  result.recall.resize(recall_k.size());
+  transpose(precision_k.data(), K * A * M, T * R, result.precision.data());
+  transpose(scores_k.data(), K * A * M, T * R, result.scores.data());
+  transpose(recall_k.data(), K * A * M, T, result.recall.data());
+  lap(result.timing.accumulate_s, result.timing.accumulate_cpu_s);
 
-  clock.reset();
   for (const StatSpec& spec : stat_specs(p)) result.stats.push_back(summarize_stat(result, spec));
-  result.timing.summarize_s = clock.seconds();
+  lap(result.timing.summarize_s, result.timing.summarize_cpu_s);
   return result;
 }
 

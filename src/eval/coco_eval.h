@@ -27,11 +27,14 @@ struct CocoEvalCounts {
   size_t cells = 0;                     // (image, category) pairs holding a GT or a detection
 };
 
+// Wall seconds per phase, and the CPU seconds of all threads over the same span (on a shared
+// machine the CPU time still shows the work done when other load stretches the wall clock).
 struct CocoEvalTiming {
   double prepare_s = 0;     // indexing detections into cells
   double evaluate_s = 0;    // IoU/OKS matrices and per-cell matching
   double accumulate_s = 0;  // per-category precision/recall
   double summarize_s = 0;   // the stats
+  double prepare_cpu_s = 0, evaluate_cpu_s = 0, accumulate_cpu_s = 0, summarize_cpu_s = 0;
 };
 
 struct CocoEvalResult {

@@ -20,42 +20,51 @@ namespace detrain::eval {
 
 namespace {
 
-std::string at_index(const char* list, size_t index) {
-  return std::string(list) + "[" + std::to_string(index) + "]";
-}
+// Names a record in error messages; the text is built only when something fails.
+struct Where {
+  const char* list;  // "images", "categories", "annotations" or "result"
+  size_t index;
+  std::string record() const {
+    return std::string(list) + (list[0] == 'r' ? " " : "[") + std::to_string(index) +
+           (list[0] == 'r' ? "" : "]");
+  }
+  std::string field(const char* name) const { return record() + " '" + name + "'"; }
+};
 
 bool number_next(JsonCursor& cursor) {
   const char c = cursor.peek();
   return c == '-' || (c >= '0' && c <= '9');
 }
 
-double read_number(JsonCursor& cursor, const std::string& what) {
-  if (!number_next(cursor)) cursor.fail_content(what + " must be a number", cursor.offset());
+double read_number(JsonCursor& cursor, const Where& where, const char* field) {
+  if (!number_next(cursor))
+    cursor.fail_content(where.field(field) + " must be a number", cursor.offset());
   return cursor.number();
 }
 
-int64_t read_id(JsonCursor& cursor, const std::string& what, const char* field) {
+int64_t read_id(JsonCursor& cursor, const Where& where, const char* field) {
   if (!number_next(cursor))
-    cursor.fail_content(what + ": '" + field + "' must be an integer", cursor.offset());
+    cursor.fail_content(where.field(field) + " must be an integer", cursor.offset());
   return cursor.integer(field);
 }
 
 // Reads an array of numbers into `out` (cleared first).
-void read_numbers(JsonCursor& cursor, const std::string& what, std::vector<double>& out) {
+void read_numbers(JsonCursor& cursor, const Where& where, const char* field,
+                  std::vector<double>& out) {
   out.clear();
   if (cursor.peek() != '[')
-    cursor.fail_content(what + " must be an array of numbers", cursor.offset());
-  cursor.array([&] { out.push_back(read_number(cursor, what + " values")); });
+    cursor.fail_content(where.field(field) + " must be an array of numbers", cursor.offset());
+  cursor.array([&] { out.push_back(read_number(cursor, where, field)); });
 }
 
-// Reads exactly four numbers [x, y, w, h]; returns how many the array held.
-size_t read_box(JsonCursor& cursor, const std::string& what, BoxXywh& box) {
+// Reads [x, y, w, h]; returns how many values the array held (only 4 is valid).
+size_t read_box(JsonCursor& cursor, const Where& where, BoxXywh& box) {
   if (cursor.peek() != '[')
-    cursor.fail_content(what + " must be an array [x, y, w, h]", cursor.offset());
+    cursor.fail_content(where.field("bbox") + " must be an array [x, y, w, h]", cursor.offset());
   double v[4] = {0, 0, 0, 0};
   size_t count = 0;
   cursor.array([&] {
-    const double value = read_number(cursor, what + " values");
+    const double value = read_number(cursor, where, "bbox");
     if (count < 4) v[count] = value;
     ++count;
   });
@@ -65,39 +74,37 @@ size_t read_box(JsonCursor& cursor, const std::string& what, BoxXywh& box) {
 
 void parse_images(JsonCursor& cursor, CocoGroundTruth& gt) {
   if (cursor.peek() != '[') cursor.fail_content("'images' must be an array", cursor.offset());
-  size_t index = 0;
+  Where where{"images", 0};
   cursor.array([&] {
     const size_t at = cursor.offset();
-    if (cursor.peek() != '{')
-      cursor.fail_content(at_index("images", index) + " must be an object", at);
+    if (cursor.peek() != '{') cursor.fail_content(where.record() + " must be an object", at);
     bool has_id = false;
     int64_t id = 0;
     cursor.object([&](std::string_view key) {
       if (key == "id") {
-        id = read_id(cursor, at_index("images", index), "id");
+        id = read_id(cursor, where, "id");
         has_id = true;
       } else {
         cursor.skip_value();
       }
     });
-    if (!has_id) cursor.fail_content(at_index("images", index) + " has no 'id'", at);
+    if (!has_id) cursor.fail_content(where.record() + " has no 'id'", at);
     gt.image_ids.push_back(id);
-    ++index;
+    ++where.index;
   });
 }
 
 void parse_categories(JsonCursor& cursor, CocoGroundTruth& gt) {
   if (cursor.peek() != '[') cursor.fail_content("'categories' must be an array", cursor.offset());
-  size_t index = 0;
+  Where where{"categories", 0};
   cursor.array([&] {
     const size_t at = cursor.offset();
-    if (cursor.peek() != '{')
-      cursor.fail_content(at_index("categories", index) + " must be an object", at);
+    if (cursor.peek() != '{') cursor.fail_content(where.record() + " must be an object", at);
     CocoCategory category;
     bool has_id = false;
     cursor.object([&](std::string_view key) {
       if (key == "id") {
-        category.id = read_id(cursor, at_index("categories", index), "id");
+        category.id = read_id(cursor, where, "id");
         has_id = true;
       } else if (key == "name" && cursor.peek() == '"') {
         category.name = std::string(cursor.string());
@@ -105,80 +112,81 @@ void parse_categories(JsonCursor& cursor, CocoGroundTruth& gt) {
         cursor.skip_value();
       }
     });
-    if (!has_id) cursor.fail_content(at_index("categories", index) + " has no 'id'", at);
+    if (!has_id) cursor.fail_content(where.record() + " has no 'id'", at);
     gt.categories.push_back(std::move(category));
-    ++index;
+    ++where.index;
   });
 }
 
 void parse_annotations(JsonCursor& cursor, CocoGroundTruth& gt) {
   if (cursor.peek() != '[') cursor.fail_content("'annotations' must be an array", cursor.offset());
-  size_t index = 0;
+  Where where{"annotations", 0};
   GtAnnotation a;
-  std::vector<double> values;
   cursor.array([&] {
     const size_t at = cursor.offset();
-    const std::string what = at_index("annotations", index);
-    if (cursor.peek() != '{') cursor.fail_content(what + " must be an object", at);
-    a = GtAnnotation{};
+    if (cursor.peek() != '{') cursor.fail_content(where.record() + " must be an object", at);
+    a.id = a.image_id = a.category_id = 0;
+    a.bbox = {};
+    a.area = 0;
+    a.iscrowd = false;
+    a.num_keypoints = 0;
+    a.keypoints.clear();
     uint8_t fields = 0;
     bool has_id = false, has_image = false, has_category = false;
     size_t box_values = 4;
     size_t box_at = 0;
     cursor.object([&](std::string_view key) {
       if (key == "id") {
-        a.id = read_id(cursor, what, "id");
+        a.id = read_id(cursor, where, "id");
         has_id = true;
       } else if (key == "image_id") {
-        a.image_id = read_id(cursor, what, "image_id");
+        a.image_id = read_id(cursor, where, "image_id");
         has_image = true;
       } else if (key == "category_id") {
-        a.category_id = read_id(cursor, what, "category_id");
+        a.category_id = read_id(cursor, where, "category_id");
         has_category = true;
       } else if (key == "bbox") {
         box_at = cursor.offset();
-        box_values = read_box(cursor, what + " 'bbox'", a.bbox);
+        box_values = read_box(cursor, where, a.bbox);
         fields |= kGtBbox;
       } else if (key == "area") {
-        a.area = read_number(cursor, what + " 'area'");
+        a.area = read_number(cursor, where, "area");
         fields |= kGtArea;
       } else if (key == "iscrowd") {
         const size_t crowd_at = cursor.offset();
         const char c = cursor.peek();
-        double crowd = 0;
-        if (c == 't' || c == 'f')
-          crowd = cursor.boolean() ? 1 : 0;
-        else
-          crowd = read_number(cursor, what + " 'iscrowd'");
+        const double crowd = c == 't' || c == 'f' ? (cursor.boolean() ? 1 : 0)
+                                                  : read_number(cursor, where, "iscrowd");
         if (crowd != 0 && crowd != 1)
-          cursor.fail_content(what + ": 'iscrowd' must be 0 or 1", crowd_at);
+          cursor.fail_content(where.field("iscrowd") + " must be 0 or 1", crowd_at);
         a.iscrowd = crowd == 1;
         fields |= kGtIscrowd;
       } else if (key == "num_keypoints") {
         // Only `== 0` matters to pycocotools; any other value (even 0.5) means "has keypoints".
-        const double n = read_number(cursor, what + " 'num_keypoints'");
+        const double n = read_number(cursor, where, "num_keypoints");
         a.num_keypoints = n == 0 ? 0 : std::max(1, static_cast<int>(std::clamp(n, -1e9, 1e9)));
         fields |= kGtNumKeypoints;
       } else if (key == "keypoints") {
-        read_numbers(cursor, what + " 'keypoints'", values);
-        a.keypoints = values;
+        read_numbers(cursor, where, "keypoints", a.keypoints);
         fields |= kGtKeypoints;
       } else {
         cursor.skip_value();
       }
     });
-    if (!has_id) cursor.fail_content(what + " has no 'id'", at);
+    if (!has_id) cursor.fail_content(where.record() + " has no 'id'", at);
     if (!has_image)
-      cursor.fail_content(what + " (id " + std::to_string(a.id) + ") has no 'image_id'", at);
+      cursor.fail_content(where.record() + " (id " + std::to_string(a.id) + ") has no 'image_id'",
+                          at);
     if (!has_category)
-      cursor.fail_content(what + " (id " + std::to_string(a.id) + ") has no 'category_id'", at);
+      cursor.fail_content(
+          where.record() + " (id " + std::to_string(a.id) + ") has no 'category_id'", at);
     if ((fields & kGtBbox) && box_values != 4)
       cursor.fail_content("annotation id " + std::to_string(a.id) + ": 'bbox' has " +
                               std::to_string(box_values) + " values, expected [x, y, w, h]",
                           box_at);
     gt.add_annotation(a);
     gt.ann_fields.back() = fields;
-    ++index;
+    ++where.index;
   });
 }
 
@@ -277,34 +285,31 @@ struct ResultRecord {
 };
 
 void read_result(JsonCursor& cursor, size_t index, bool want_keypoints, ResultRecord& r) {
+  const Where where{"result", index};
   r.at = cursor.offset();
-  if (cursor.peek() != '{')
-    cursor.fail_content("result " + std::to_string(index) + " must be an object", r.at);
+  if (cursor.peek() != '{') cursor.fail_content(where.record() + " must be an object", r.at);
   r.has_image = r.has_category = r.has_score = r.has_bbox = false;
   r.has_segmentation = r.has_keypoints = false;
+  r.box_values = 0;
   cursor.object([&](std::string_view key) {
     switch (key.size()) {
       case 4:
         if (key == "bbox") {
-          if (cursor.peek() != '[')
-            cursor.fail_content(
-                "result " + std::to_string(index) + ": 'bbox' must be an array [x, y, w, h]",
-                cursor.offset());
-          r.box_values = read_box(cursor, "result " + std::to_string(index) + " 'bbox'", r.box);
+          r.box_values = read_box(cursor, where, r.box);
           r.has_bbox = r.box_values > 0;
           return;
         }
         break;
       case 5:
         if (key == "score") {
-          r.score = read_number(cursor, "result " + std::to_string(index) + " 'score'");
+          r.score = read_number(cursor, where, "score");
           r.has_score = true;
           return;
         }
         break;
       case 8:
         if (key == "image_id") {
-          r.image_id = read_id(cursor, "result " + std::to_string(index), "image_id");
+          r.image_id = read_id(cursor, where, "image_id");
           r.has_image = true;
           return;
         }
@@ -313,7 +318,7 @@ void read_result(JsonCursor& cursor, size_t index, bool want_keypoints, ResultRe
         if (key == "keypoints") {
           r.has_keypoints = true;
           if (want_keypoints)
-            read_numbers(cursor, "result " + std::to_string(index) + " 'keypoints'", r.keypoints);
+            read_numbers(cursor, where, "keypoints", r.keypoints);
           else
             cursor.skip_value();
           return;
@@ -321,7 +326,7 @@ void read_result(JsonCursor& cursor, size_t index, bool want_keypoints, ResultRe
         break;
       case 11:
         if (key == "category_id") {
-          r.category_id = read_id(cursor, "result " + std::to_string(index), "category_id");
+          r.category_id = read_id(cursor, where, "category_id");
           r.has_category = true;
           return;
         }
@@ -348,7 +353,7 @@ CocoDetections parse_results_json(const std::string& text, const std::string& so
         "results must be a JSON list of objects (pycocotools: 'results in not "
         "an array of objects')",
         cursor.offset());
-  dets.reserve(text.size() / 96);
+  dets.reserve(text.size() / 64);  // over-estimate: a reallocation would copy every column
   ResultRecord r;
   ResultBranch branch = ResultBranch::kBox;
   bool want_keypoints = true;  // decided by the first result

@@ -67,25 +67,56 @@ void keypoint_oks(const CellKeypoints& kps, const CellGts& gts, int num_dets, do
   }
 }
 
+MatchSetup make_match_setup(const std::vector<double>& iou_thresholds,
+                            const std::vector<AreaRange>& areas) {
+  MatchSetup setup;
+  setup.lowest_threshold = 1 - 1e-10;
+  for (double t : iou_thresholds) {
+    setup.thresholds.push_back(std::min(t, 1 - 1e-10));
+    setup.lowest_threshold = std::min(setup.lowest_threshold, setup.thresholds.back());
+  }
+  setup.areas = areas;
+  setup.words = outcome_words(iou_thresholds.size());
+  setup.all_bits.assign(static_cast<size_t>(setup.words), 0);
+  for (size_t t = 0; t < iou_thresholds.size(); ++t)
+    setup.all_bits[t / kOutcomeWordBits] |= OutcomeWord{1} << (t % kOutcomeWordBits);
+  return setup;
+}
+
 void match_cell(const CellGts& gts, const CellDets& dets, const double* ious,
-                const std::vector<double>& iou_thresholds, const std::vector<AreaRange>& areas,
-                uint8_t* outcome, int32_t* npig, MatchScratch& s) {
+                const MatchSetup& setup, OutcomeWord* outcome, int32_t* npig, MatchScratch& s) {
   const int num_gt = gts.count;
   const int num_dt = dets.count;
-  const size_t num_t = iou_thresholds.size();
-  const size_t num_a = areas.size();
+  const size_t num_t = setup.thresholds.size();
+  const size_t num_a = setup.areas.size();
+  const int words = setup.words;
 
-  // A detection whose best IoU is below a threshold cannot match at it (nor at any higher one).
-  s.best_iou.assign(static_cast<size_t>(num_dt), -1.0);
-  for (int d = 0; d < num_dt; ++d)
+  // A detection whose best IoU is below a threshold cannot match at it: it is a false positive,
+  // or ignored when its own area is out of range. Only the others (candidates) are scanned.
+  s.best_iou.resize(static_cast<size_t>(num_dt));
+  s.candidates.clear();
+  for (int d = 0; d < num_dt && num_gt > 0; ++d) {
+    double best = -1.0;
     for (int g = 0; g < num_gt; ++g)
-      s.best_iou[d] = std::max(s.best_iou[d], ious[static_cast<size_t>(d) * num_gt + g]);
+      best = std::max(best, ious[static_cast<size_t>(d) * num_gt + g]);
+    s.best_iou[d] = best;
+    if (best >= setup.lowest_threshold) s.candidates.push_back(d);
+  }
 
   s.gt_ignored.resize(static_cast<size_t>(num_gt));
   s.gt_order.resize(static_cast<size_t>(num_gt));
   s.gt_matched.resize(static_cast<size_t>(num_gt));
   for (size_t a = 0; a < num_a; ++a) {
-    const double lo = areas[a].lo, hi = areas[a].hi;
+    const double lo = setup.areas[a].lo, hi = setup.areas[a].hi;
+    // Unmatched outcome for every detection and threshold; matches below overwrite it.
+    for (int d = 0; d < num_dt; ++d) {
+      OutcomeWord* bits = outcome + outcome_offset(static_cast<size_t>(d), a, num_a, words);
+      const bool out_of_range = dets.area[d] < lo || dets.area[d] > hi;
+      for (int w = 0; w < words; ++w) {
+        bits[w] = 0;
+        bits[words + w] = out_of_range ? setup.all_bits[static_cast<size_t>(w)] : 0;
+      }
+    }
     // GTs: ignored ones last, file order inside each group (a stable sort on _ignore).
     int count = 0;
     for (int g = 0; g < num_gt; ++g) {
@@ -95,38 +126,37 @@ void match_cell(const CellGts& gts, const CellDets& dets, const double* ious,
     npig[a] = count;
     for (int g = 0; g < num_gt; ++g)
       if (s.gt_ignored[g]) s.gt_order[count++] = g;
+    if (s.candidates.empty()) continue;
 
     for (size_t t = 0; t < num_t; ++t) {
-      const double threshold = std::min(iou_thresholds[t], 1 - 1e-10);
+      const double threshold = setup.thresholds[t];
       std::fill(s.gt_matched.begin(), s.gt_matched.end(), 0);
-      for (int d = 0; d < num_dt; ++d) {
+      for (const int d : s.candidates) {
+        if (s.best_iou[d] < threshold) continue;
         const double* row = ious + static_cast<size_t>(d) * num_gt;
         int match = -1;  // position in gt_order
-        if (s.best_iou[d] >= threshold) {
-          double best = threshold;
-          for (int o = 0; o < num_gt; ++o) {
-            const int g = s.gt_order[o];
-            if (s.gt_matched[o] && !gts.crowd[g]) continue;
-            // Once matched to a regular GT, the ignored GTs (sorted last) cannot take over.
-            if (match >= 0 && !s.gt_ignored[s.gt_order[match]] && s.gt_ignored[g]) break;
-            if (row[g] < best) continue;
-            best = row[g];  // >=: among equal IoUs the later GT wins
-            match = o;
-          }
+        double best = threshold;
+        for (int o = 0; o < num_gt; ++o) {
+          const int g = s.gt_order[o];
+          if (s.gt_matched[o] && !gts.crowd[g]) continue;
+          // Once matched to a regular GT, the ignored GTs (sorted last) cannot take over.
+          if (match >= 0 && !s.gt_ignored[s.gt_order[match]] && s.gt_ignored[g]) break;
+          if (row[g] < best) continue;
+          best = row[g];  // >=: among equal IoUs the later GT wins
+          match = o;
         }
+        if (match < 0) continue;
+        s.gt_matched[match] = 1;
+        const int g = s.gt_order[match];
         const bool out_of_range = dets.area[d] < lo || dets.area[d] > hi;
-        uint8_t result;
-        if (match < 0) {
-          result = out_of_range ? kIgnored : kFalsePositive;
-        } else {
-          s.gt_matched[match] = 1;
-          const int g = s.gt_order[match];
-          if (gts.id_is_zero[g])
-            result = s.gt_ignored[g] || out_of_range ? kIgnored : kFalsePositive;
-          else
-            result = s.gt_ignored[g] ? kIgnored : kTruePositive;
-        }
-        outcome[(static_cast<size_t>(d) * num_a + a) * num_t + t] = result;
+        // A match to GT id 0 counts as unmatched (pycocotools stores matches by GT id).
+        const bool ignored = s.gt_ignored[g] || (gts.id_is_zero[g] && out_of_range);
+        const bool true_positive = !ignored && !gts.id_is_zero[g];
+        OutcomeWord* bits = outcome + outcome_offset(static_cast<size_t>(d), a, num_a, words);
+        const size_t w = t / kOutcomeWordBits;
+        const OutcomeWord bit = OutcomeWord{1} << (t % kOutcomeWordBits);
+        bits[words + w] = ignored ? bits[words + w] | bit : bits[words + w] & ~bit;
+        if (true_positive) bits[w] |= bit;
       }
     }
   }
