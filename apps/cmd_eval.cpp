@@ -3,6 +3,7 @@
 // optionally writes the stats as JSON.
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -41,6 +42,11 @@ int run_eval(const EvalArgs& args) {
     params.keypoint_sigmas = args.sigmas;
   }
   if (!args.max_dets.empty()) params.max_dets = args.max_dets;
+  eval::validate_coco_params(params);  // refuse a bad request before reading large files
+  if (!args.json_out.empty()) {
+    const auto parent = std::filesystem::path(args.json_out).parent_path();
+    if (!parent.empty()) ensure_writable_dir(parent.string());
+  }
 
   Stopwatch clock;
   const eval::CocoGroundTruth gt = eval::load_ground_truth_json(args.gt_path);

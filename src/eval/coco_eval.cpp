@@ -27,35 +27,15 @@ void require_finite(const std::vector<double>& values, const char* name) {
 }
 
 CocoParams validated(CocoParams p, const CocoGroundTruth& gt) {
-  if (p.iou_thresholds.empty()) throw ConfigError("COCO eval: iou_thresholds is empty");
-  if (p.recall_thresholds.empty()) throw ConfigError("COCO eval: recall_thresholds is empty");
-  if (p.max_dets.empty()) throw ConfigError("COCO eval: max_dets is empty");
-  if (p.area_ranges.empty()) throw ConfigError("COCO eval: area_ranges is empty");
-  require_finite(p.iou_thresholds, "iou_thresholds");
-  require_finite(p.recall_thresholds, "recall_thresholds");
-  for (const auto& range : p.area_ranges)
-    if (std::isnan(range.lo) || std::isnan(range.hi))
-      throw ConfigError("COCO eval: area range '" + range.label + "' has a NaN bound");
-  for (int64_t m : p.max_dets)
-    if (m < 0) throw ConfigError("COCO eval: max_dets must be >= 0, found " + std::to_string(m));
+  validate_coco_params(p);
   std::sort(p.max_dets.begin(), p.max_dets.end());  // pycocotools sorts them in evaluate()
-  if (p.iou_type == IouType::kKeypoints) {
-    if (!p.use_cats)
-      throw ConfigError(
-          "COCO eval: keypoints with use_cats off is refused: pycocotools scores it as all "
-          "zeros (its OKS step looks up a pooled cell that does not exist); keypoint data sets "
-          "have one category, so keep use_cats on");
-    if (p.keypoint_sigmas.empty()) throw ConfigError("COCO eval: keypoint_sigmas is empty");
-    for (double s : p.keypoint_sigmas)
-      if (!(s > 0) || !std::isfinite(s))
-        throw ConfigError("COCO eval: keypoint sigmas must be positive");
-    const int k = static_cast<int>(p.keypoint_sigmas.size());
-    if (gt.keypoints_per_instance != 0 && gt.keypoints_per_instance != k)
-      throw ConfigError(gt.source + ": annotations have " +
-                        std::to_string(gt.keypoints_per_instance) + " keypoints but " +
-                        std::to_string(k) +
-                        " sigmas are given (pass one sigma per keypoint, e.g. --sigmas)");
-  }
+  const int k = static_cast<int>(p.keypoint_sigmas.size());
+  if (p.iou_type == IouType::kKeypoints && gt.keypoints_per_instance != 0 &&
+      gt.keypoints_per_instance != k)
+    throw ConfigError(gt.source + ": annotations have " +
+                      std::to_string(gt.keypoints_per_instance) + " keypoints but " +
+                      std::to_string(k) +
+                      " sigmas are given (pass one sigma per keypoint, e.g. --sigmas)");
   return p;
 }
 
@@ -70,6 +50,31 @@ struct CellScratch {
 };
 
 }  // namespace
+
+void validate_coco_params(const CocoParams& p) {
+  if (p.iou_thresholds.empty()) throw ConfigError("COCO eval: iou_thresholds is empty");
+  if (p.recall_thresholds.empty()) throw ConfigError("COCO eval: recall_thresholds is empty");
+  if (p.max_dets.empty()) throw ConfigError("COCO eval: max_dets is empty");
+  if (p.area_ranges.empty()) throw ConfigError("COCO eval: area_ranges is empty");
+  require_finite(p.iou_thresholds, "iou_thresholds");
+  require_finite(p.recall_thresholds, "recall_thresholds");
+  for (const auto& range : p.area_ranges)
+    if (std::isnan(range.lo) || std::isnan(range.hi))
+      throw ConfigError("COCO eval: area range '" + range.label + "' has a NaN bound");
+  for (int64_t m : p.max_dets)
+    if (m < 0) throw ConfigError("COCO eval: max_dets must be >= 0, found " + std::to_string(m));
+  if (p.iou_type == IouType::kKeypoints) {
+    if (!p.use_cats)
+      throw ConfigError(
+          "COCO eval: keypoints with use_cats off is refused: pycocotools scores it as all "
+          "zeros (its OKS step looks up a pooled cell that does not exist); keypoint data sets "
+          "have one category, so keep use_cats on");
+    if (p.keypoint_sigmas.empty()) throw ConfigError("COCO eval: keypoint_sigmas is empty");
+    for (double s : p.keypoint_sigmas)
+      if (!(s > 0) || !std::isfinite(s))
+        throw ConfigError("COCO eval: keypoint sigmas must be positive");
+  }
+}
 
 struct CocoEvaluator::State {
   const CocoGroundTruth* gt = nullptr;

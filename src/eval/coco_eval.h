@@ -85,6 +85,10 @@ class CocoEvaluator {
   std::unique_ptr<State> state_;
 };
 
+// Checks parameters that need no data (ConfigError naming the problem); the evaluator also
+// checks them against the ground truth. Lets a caller refuse a bad request before loading files.
+void validate_coco_params(const CocoParams& params);
+
 // One-shot convenience: CocoEvaluator(gt, params, options).evaluate(detections).
 CocoEvalResult evaluate_coco(const CocoGroundTruth& gt, const CocoDetections& detections,
                              const CocoParams& params, CocoEvalOptions options = {});

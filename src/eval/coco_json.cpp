@@ -37,14 +37,12 @@ bool number_next(JsonCursor& cursor) {
 }
 
 double read_number(JsonCursor& cursor, const Where& where, const char* field) {
-  if (!number_next(cursor))
-    cursor.fail_content(where.field(field) + " must be a number", cursor.offset());
+  if (!number_next(cursor)) cursor.fail_type(where.field(field) + " must be a number");
   return cursor.number();
 }
 
 int64_t read_id(JsonCursor& cursor, const Where& where, const char* field) {
-  if (!number_next(cursor))
-    cursor.fail_content(where.field(field) + " must be an integer", cursor.offset());
+  if (!number_next(cursor)) cursor.fail_type(where.field(field) + " must be an integer");
   return cursor.integer(field);
 }
 
@@ -52,15 +50,14 @@ int64_t read_id(JsonCursor& cursor, const Where& where, const char* field) {
 void read_numbers(JsonCursor& cursor, const Where& where, const char* field,
                   std::vector<double>& out) {
   out.clear();
-  if (cursor.peek() != '[')
-    cursor.fail_content(where.field(field) + " must be an array of numbers", cursor.offset());
+  if (cursor.peek() != '[') cursor.fail_type(where.field(field) + " must be an array of numbers");
   cursor.array([&] { out.push_back(read_number(cursor, where, field)); });
 }
 
 // Reads [x, y, w, h]; returns how many values the array held (only 4 is valid).
 size_t read_box(JsonCursor& cursor, const Where& where, BoxXywh& box) {
   if (cursor.peek() != '[')
-    cursor.fail_content(where.field("bbox") + " must be an array [x, y, w, h]", cursor.offset());
+    cursor.fail_type(where.field("bbox") + " must be an array [x, y, w, h]");
   double v[4] = {0, 0, 0, 0};
   size_t count = 0;
   cursor.array([&] {
@@ -73,11 +70,11 @@ size_t read_box(JsonCursor& cursor, const Where& where, BoxXywh& box) {
 }
 
 void parse_images(JsonCursor& cursor, CocoGroundTruth& gt) {
-  if (cursor.peek() != '[') cursor.fail_content("'images' must be an array", cursor.offset());
+  if (cursor.peek() != '[') cursor.fail_type("'images' must be an array");
   Where where{"images", 0};
   cursor.array([&] {
     const size_t at = cursor.offset();
-    if (cursor.peek() != '{') cursor.fail_content(where.record() + " must be an object", at);
+    if (cursor.peek() != '{') cursor.fail_type(where.record() + " must be an object");
     bool has_id = false;
     int64_t id = 0;
     cursor.object([&](std::string_view key) {
@@ -95,11 +92,11 @@ void parse_images(JsonCursor& cursor, CocoGroundTruth& gt) {
 }
 
 void parse_categories(JsonCursor& cursor, CocoGroundTruth& gt) {
-  if (cursor.peek() != '[') cursor.fail_content("'categories' must be an array", cursor.offset());
+  if (cursor.peek() != '[') cursor.fail_type("'categories' must be an array");
   Where where{"categories", 0};
   cursor.array([&] {
     const size_t at = cursor.offset();
-    if (cursor.peek() != '{') cursor.fail_content(where.record() + " must be an object", at);
+    if (cursor.peek() != '{') cursor.fail_type(where.record() + " must be an object");
     CocoCategory category;
     bool has_id = false;
     cursor.object([&](std::string_view key) {
@@ -119,12 +116,12 @@ void parse_categories(JsonCursor& cursor, CocoGroundTruth& gt) {
 }
 
 void parse_annotations(JsonCursor& cursor, CocoGroundTruth& gt) {
-  if (cursor.peek() != '[') cursor.fail_content("'annotations' must be an array", cursor.offset());
+  if (cursor.peek() != '[') cursor.fail_type("'annotations' must be an array");
   Where where{"annotations", 0};
   GtAnnotation a;
   cursor.array([&] {
     const size_t at = cursor.offset();
-    if (cursor.peek() != '{') cursor.fail_content(where.record() + " must be an object", at);
+    if (cursor.peek() != '{') cursor.fail_type(where.record() + " must be an object");
     a.id = a.image_id = a.category_id = 0;
     a.bbox = {};
     a.area = 0;
@@ -232,10 +229,9 @@ CocoGroundTruth parse_ground_truth_json(const std::string& text, const std::stri
   CocoGroundTruth gt;
   gt.source = source;
   if (cursor.peek() != '{')
-    cursor.fail_content(
+    cursor.fail_type(
         "a COCO ground-truth file must be a JSON object with 'images', "
-        "'annotations' and 'categories'",
-        cursor.offset());
+        "'annotations' and 'categories'");
   bool has_images = false, has_categories = false;
   cursor.object([&](std::string_view key) {
     if (key == "images") {
@@ -287,7 +283,7 @@ struct ResultRecord {
 void read_result(JsonCursor& cursor, size_t index, bool want_keypoints, ResultRecord& r) {
   const Where where{"result", index};
   r.at = cursor.offset();
-  if (cursor.peek() != '{') cursor.fail_content(where.record() + " must be an object", r.at);
+  if (cursor.peek() != '{') cursor.fail_type(where.record() + " must be an object");
   r.has_image = r.has_category = r.has_score = r.has_bbox = false;
   r.has_segmentation = r.has_keypoints = false;
   r.box_values = 0;
@@ -349,10 +345,9 @@ CocoDetections parse_results_json(const std::string& text, const std::string& so
   CocoDetections dets;
   dets.source = source;
   if (cursor.peek() != '[')
-    cursor.fail_content(
+    cursor.fail_type(
         "results must be a JSON list of objects (pycocotools: 'results in not "
-        "an array of objects')",
-        cursor.offset());
+        "an array of objects')");
   dets.reserve(text.size() / 64);  // over-estimate: a reallocation would copy every column
   ResultRecord r;
   ResultBranch branch = ResultBranch::kBox;

@@ -69,6 +69,14 @@ void JsonCursor::fail_content(const std::string& what, size_t at) const {
   throw DataError(source_ + ": " + what + " (at byte " + std::to_string(at) + ")");
 }
 
+void JsonCursor::fail_type(const std::string& what) {
+  const char c = peek();
+  const bool value_start = c == '"' || c == '{' || c == '[' || c == 't' || c == 'f' || c == 'n' ||
+                           c == '-' || (c >= '0' && c <= '9');
+  if (!value_start) skip_value();  // throws the syntax error
+  fail_content(what, offset());
+}
+
 void JsonCursor::expect(char c, const char* what) {
   if (peek() == c) {
     ++pos_;

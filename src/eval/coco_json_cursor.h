@@ -75,6 +75,9 @@ class JsonCursor {
   // Throws DataError "<source>: <what>" for well-formed JSON with wrong content; names the byte
   // offset of the value just read so the record can be found.
   [[noreturn]] void fail_content(const std::string& what, size_t at) const;
+  // The next value has the wrong type: fail_content(what) when a JSON value starts here,
+  // otherwise the syntax error (a truncated file reports "unexpected end of input").
+  [[noreturn]] void fail_type(const std::string& what);
 
   static constexpr int kMaxDepth = 256;
 

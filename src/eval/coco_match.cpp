@@ -97,8 +97,11 @@ void match_cell(const CellGts& gts, const CellDets& dets, const double* ious,
   s.candidates.clear();
   for (int d = 0; d < num_dt && num_gt > 0; ++d) {
     double best = -1.0;
-    for (int g = 0; g < num_gt; ++g)
-      best = std::max(best, ious[static_cast<size_t>(d) * num_gt + g]);
+    for (int g = 0; g < num_gt; ++g) {
+      const double iou = ious[static_cast<size_t>(d) * num_gt + g];
+      // A NaN (from infinite coordinates) passes pycocotools' `iou < best` test: keep it.
+      best = std::isnan(iou) ? HUGE_VAL : std::max(best, iou);
+    }
     s.best_iou[d] = best;
     if (best >= setup.lowest_threshold) s.candidates.push_back(d);
   }
