@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "common/errors.h"
+#include "eval/coco_parallel.h"
 
 namespace detrain::eval {
 
@@ -179,39 +180,67 @@ GtIndex build_gt_index(const CocoGroundTruth& gt, const CocoParams& params) {
 }
 
 CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const CocoParams& params,
-                      CocoEvalCounts& counts) {
+                      int threads, CocoEvalCounts& counts) {
   const size_t n = dets.size();
   const size_t num_images = index.image_ids.size();
   std::vector<int32_t> det_image(n), det_category(n);
-  size_t in_cells = 0;
-  for (size_t i = 0; i < n; ++i) {
-    det_image[i] = -1;
-    const int32_t gt_image = index.all_images.find(dets.image_id[i]);
-    if (gt_image < 0)
-      throw DataError(dets.source + ": result " + std::to_string(i) + " has image_id " +
-                      std::to_string(dets.image_id[i]) +
-                      ", which is not an image of the ground truth (pycocotools: 'Results do not "
-                      "correspond to current coco set'); evaluate against the matching GT file");
-    const BoxXywh& b = dets.bbox[i];
-    if (std::isnan(dets.score[i]) || std::isnan(b.x) || std::isnan(b.y) || std::isnan(b.w) ||
-        std::isnan(b.h))
-      throw DataError(dets.source + ": result " + std::to_string(i) + " has a NaN score or box");
-    const int32_t image =
-        index.images_are_all ? gt_image : index.eval_images.find(dets.image_id[i]);
-    if (image < 0) continue;
-    const int32_t gt_category = index.gt_categories.find(dets.category_id[i]);
-    if (gt_category < 0) {
-      if (counts.dropped_unknown_category++ == 0)
-        counts.first_unknown_category = dets.category_id[i];
-      continue;
+  // Lookups in parallel blocks; per-block findings are combined in block order so errors and
+  // counts do not depend on the thread count.
+  constexpr size_t kBlock = 1 << 15;
+  const size_t blocks = (n + kBlock - 1) / kBlock;
+  struct BlockFindings {
+    size_t bad_image = SIZE_MAX, nan_value = SIZE_MAX, unknown = 0, first_unknown = SIZE_MAX;
+    size_t in_cells = 0;
+  };
+  std::vector<BlockFindings> findings(blocks);
+  parallel_chunks(n, kBlock, threads, [&](int, size_t begin, size_t end) {
+    BlockFindings& f = findings[begin / kBlock];
+    for (size_t i = begin; i < end; ++i) {
+      det_image[i] = -1;
+      const int32_t gt_image = index.all_images.find(dets.image_id[i]);
+      if (gt_image < 0) {
+        f.bad_image = std::min(f.bad_image, i);
+        continue;
+      }
+      const BoxXywh& b = dets.bbox[i];
+      if (std::isnan(dets.score[i]) || std::isnan(b.x) || std::isnan(b.y) || std::isnan(b.w) ||
+          std::isnan(b.h)) {
+        f.nan_value = std::min(f.nan_value, i);
+        continue;
+      }
+      const int32_t image =
+          index.images_are_all ? gt_image : index.eval_images.find(dets.image_id[i]);
+      if (image < 0) continue;
+      const int32_t gt_category = index.gt_categories.find(dets.category_id[i]);
+      if (gt_category < 0) {
+        if (f.unknown++ == 0) f.first_unknown = i;
+        continue;
+      }
+      const int32_t category =
+          index.categories_are_all ? gt_category : index.eval_categories.find(dets.category_id[i]);
+      if (category < 0) continue;
+      det_image[i] = image;
+      det_category[i] = category;
+      ++f.in_cells;
     }
-    const int32_t category =
-        index.categories_are_all ? gt_category : index.eval_categories.find(dets.category_id[i]);
-    if (category < 0) continue;
-    det_image[i] = image;
-    det_category[i] = category;
-    ++in_cells;
+  });
+  size_t in_cells = 0, bad_image = SIZE_MAX, nan_value = SIZE_MAX;
+  for (const BlockFindings& f : findings) {
+    bad_image = std::min(bad_image, f.bad_image);
+    nan_value = std::min(nan_value, f.nan_value);
+    if (f.unknown > 0 && counts.dropped_unknown_category == 0)
+      counts.first_unknown_category = dets.category_id[f.first_unknown];
+    counts.dropped_unknown_category += f.unknown;
+    in_cells += f.in_cells;
   }
+  if (bad_image != SIZE_MAX)  // checked first, like loadRes' assertion
+    throw DataError(dets.source + ": result " + std::to_string(bad_image) + " has image_id " +
+                    std::to_string(dets.image_id[bad_image]) +
+                    ", which is not an image of the ground truth (pycocotools: 'Results do not "
+                    "correspond to current coco set'); evaluate against the matching GT file");
+  if (nan_value != SIZE_MAX)
+    throw DataError(dets.source + ": result " + std::to_string(nan_value) +
+                    " has a NaN score or box");
   counts.detections = n;
   counts.detections_in_cells = in_cells;
 
@@ -233,13 +262,15 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
   table.dt_score.resize(m);
   table.dt_box.resize(m);
   table.dt_area.resize(m);
-  for (size_t j = 0; j < m; ++j) {
-    const int32_t i = kept[static_cast<size_t>(order[j])];
-    table.dt_index[j] = i;
-    table.dt_score[j] = dets.score[static_cast<size_t>(i)];
-    table.dt_box[j] = dets.bbox[static_cast<size_t>(i)];
-    table.dt_area[j] = dets.area[static_cast<size_t>(i)];
-  }
+  parallel_chunks(m, kBlock, threads, [&](int, size_t begin, size_t end) {
+    for (size_t j = begin; j < end; ++j) {
+      const int32_t i = kept[static_cast<size_t>(order[j])];
+      table.dt_index[j] = i;
+      table.dt_score[j] = dets.score[static_cast<size_t>(i)];
+      table.dt_box[j] = dets.bbox[static_cast<size_t>(i)];
+      table.dt_area[j] = dets.area[static_cast<size_t>(i)];
+    }
+  });
 
   // Cells: runs of equal (cell category, image) in the GT entries and the detections, merged.
   const auto gt_key = [&](size_t e) {

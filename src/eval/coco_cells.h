@@ -90,6 +90,6 @@ struct CellTable {
 // Groups detections into cells. Throws DataError for a result whose image is not in the ground
 // truth or whose score/box is NaN; counts results of unknown categories.
 CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const CocoParams& params,
-                      CocoEvalCounts& counts);
+                      int threads, CocoEvalCounts& counts);
 
 }  // namespace detrain::eval

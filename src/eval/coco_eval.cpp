@@ -135,7 +135,7 @@ CocoEvalResult CocoEvaluator::evaluate(const CocoDetections& dets) const {
     clock.reset();
     cpu = process_cpu_seconds();
   };
-  const CellTable table = build_cells(index, dets, p, result.counts);
+  const CellTable table = build_cells(index, dets, p, threads, result.counts);
   lap(result.timing.prepare_s, result.timing.prepare_cpu_s);
 
   // evaluate(): one similarity matrix per cell, matched for every area range and threshold.

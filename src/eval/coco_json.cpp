@@ -15,6 +15,7 @@
 
 #include "common/errors.h"
 #include "eval/coco_json_cursor.h"
+#include "eval/coco_parallel.h"
 
 namespace detrain::eval {
 
@@ -335,91 +336,206 @@ void read_result(JsonCursor& cursor, size_t index, bool want_keypoints, ResultRe
   });
 }
 
-enum class ResultBranch { kBox, kKeypointsOnly };
+// How every result is read; pycocotools' loadRes decides it from the first result alone.
+struct ResultsLayout {
+  bool boxes = true;  // false: keypoint-only results, boxes from the point extent
+  bool want_keypoints = false;
+  int keypoints_per_instance = 0;
+};
+
+[[noreturn]] void fail_missing(JsonCursor& cursor, const ResultRecord& r, size_t index,
+                               const char* field) {
+  cursor.fail_content("result " + std::to_string(index) + " has no '" + field + "'", r.at);
+}
+
+ResultsLayout decide_layout(JsonCursor& cursor, const ResultRecord& first, IouType iou_type) {
+  ResultsLayout layout;
+  if (first.has_bbox) {
+    layout.boxes = true;
+  } else if (first.has_segmentation) {
+    cursor.fail_content(
+        "the first result carries 'segmentation' and no 'bbox': segmentation results are not "
+        "supported (use bbox or keypoints)",
+        first.at);
+  } else if (first.has_keypoints) {
+    layout.boxes = false;
+  } else {
+    cursor.fail_content(
+        "result 0 has neither 'bbox' nor 'keypoints' (the first result decides how all results "
+        "are read)",
+        first.at);
+  }
+  layout.want_keypoints = iou_type == IouType::kKeypoints || !layout.boxes;
+  if (layout.want_keypoints) {
+    if (!first.has_keypoints) fail_missing(cursor, first, 0, "keypoints");
+    if (first.keypoints.empty() || first.keypoints.size() % 3 != 0)
+      cursor.fail_content("result 0: 'keypoints' must hold 3 values (x, y, v) per point, found " +
+                              std::to_string(first.keypoints.size()),
+                          first.at);
+    layout.keypoints_per_instance = static_cast<int>(first.keypoints.size() / 3);
+  }
+  return layout;
+}
+
+void append_result(JsonCursor& cursor, const ResultRecord& r, size_t index,
+                   const ResultsLayout& layout, CocoDetections& dets) {
+  if (!r.has_image) fail_missing(cursor, r, index, "image_id");
+  if (!r.has_category) fail_missing(cursor, r, index, "category_id");
+  if (!r.has_score) fail_missing(cursor, r, index, "score");
+  if (layout.want_keypoints) {
+    if (!r.has_keypoints) fail_missing(cursor, r, index, "keypoints");
+    if (r.keypoints.size() != 3 * static_cast<size_t>(layout.keypoints_per_instance))
+      cursor.fail_content("result " + std::to_string(index) + " has " +
+                              std::to_string(r.keypoints.size()) +
+                              " keypoint values; the first result has " +
+                              std::to_string(3 * layout.keypoints_per_instance),
+                          r.at);
+  }
+  if (!layout.boxes) {
+    dets.add_keypoints_only(r.image_id, r.category_id, r.score, r.keypoints.data());
+    return;
+  }
+  if (!r.has_bbox) fail_missing(cursor, r, index, "bbox");  // or an empty one
+  if (r.box_values != 4)
+    cursor.fail_content("result " + std::to_string(index) + ": 'bbox' has " +
+                            std::to_string(r.box_values) + " values, expected [x, y, w, h]",
+                        r.at);
+  if (layout.want_keypoints)
+    dets.add(r.image_id, r.category_id, r.box, r.score, r.keypoints.data());
+  else
+    dets.add(r.image_id, r.category_id, r.box, r.score);
+}
+
+enum class RunEnd { kArrayClosed, kReachedStop, kOvershot };
+
+// Reads results from the cursor (at an element's first byte) until the list closes, or until
+// the cursor lands on byte `stop` right after a top-level comma. Passing `stop` without landing
+// on it means `stop` was no element boundary (it lay inside a string or a nested value).
+RunEnd read_result_run(JsonCursor& cursor, size_t stop, size_t first_index,
+                       const ResultsLayout& layout, CocoDetections& dets) {
+  ResultRecord r;
+  for (size_t index = first_index;; ++index) {
+    read_result(cursor, index, layout.want_keypoints, r);
+    append_result(cursor, r, index, layout, dets);
+    if (!cursor.comma_or_close(']')) return RunEnd::kArrayClosed;
+    cursor.peek();
+    if (cursor.offset() == stop) return RunEnd::kReachedStop;
+    if (cursor.offset() > stop) return RunEnd::kOvershot;
+  }
+}
+
+// The first '{' at or after `from` that follows "}" "," (whitespace allowed): a likely element
+// start of the top-level list, verified later by the preceding chunk's parse.
+size_t next_element_candidate(const std::string& text, size_t from) {
+  for (size_t p = text.find('}', from); p != std::string::npos; p = text.find('}', p + 1)) {
+    size_t q = p + 1;
+    while (q < text.size() &&
+           (text[q] == ' ' || text[q] == '\n' || text[q] == '\r' || text[q] == '\t'))
+      ++q;
+    if (q >= text.size() || text[q] != ',') continue;
+    ++q;
+    while (q < text.size() &&
+           (text[q] == ' ' || text[q] == '\n' || text[q] == '\r' || text[q] == '\t'))
+      ++q;
+    if (q < text.size() && text[q] == '{') return q;
+  }
+  return std::string::npos;
+}
+
+void append_columns(CocoDetections& to, const CocoDetections& from) {
+  to.image_id.insert(to.image_id.end(), from.image_id.begin(), from.image_id.end());
+  to.category_id.insert(to.category_id.end(), from.category_id.begin(), from.category_id.end());
+  to.score.insert(to.score.end(), from.score.begin(), from.score.end());
+  to.bbox.insert(to.bbox.end(), from.bbox.begin(), from.bbox.end());
+  to.area.insert(to.area.end(), from.area.begin(), from.area.end());
+  to.keypoints.insert(to.keypoints.end(), from.keypoints.begin(), from.keypoints.end());
+}
+
+// Parses the results after the first one in chunks on `threads` threads, each chunk starting at
+// a candidate element boundary. Returns false (and leaves `dets` as it was) when a boundary
+// proves false or any chunk fails; the caller then parses sequentially, which also gives
+// errors their exact result index.
+bool read_results_parallel(const std::string& text, const std::string& source, size_t begin,
+                           const ResultsLayout& layout, int threads, CocoDetections& dets) {
+  constexpr size_t kMinChunk = size_t{2} << 20;
+  const size_t remaining = text.size() - begin;
+  const size_t chunks = std::min<size_t>(static_cast<size_t>(threads) * 4, remaining / kMinChunk);
+  if (threads < 2 || chunks < 2) return false;
+  std::vector<size_t> starts = {begin};
+  for (size_t i = 1; i < chunks; ++i) {
+    const size_t candidate = next_element_candidate(text, begin + i * (remaining / chunks));
+    if (candidate == std::string::npos) break;
+    if (candidate > starts.back()) starts.push_back(candidate);
+  }
+  std::vector<CocoDetections> parts(starts.size());
+  std::vector<uint8_t> ok(starts.size(), 0);
+  parallel_chunks(starts.size(), 1, threads, [&](int, size_t first, size_t last) {
+    for (size_t c = first; c < last; ++c) {
+      const bool is_last = c + 1 == starts.size();
+      try {
+        JsonCursor cursor(text, source, starts[c]);
+        CocoDetections& part = parts[c];
+        part.keypoints_per_instance = layout.keypoints_per_instance;
+        part.reserve(((is_last ? text.size() : starts[c + 1]) - starts[c]) / 64);
+        const RunEnd end =
+            read_result_run(cursor, is_last ? std::string::npos : starts[c + 1], 0, layout, part);
+        if (is_last) {
+          cursor.expect_end();
+          ok[c] = end == RunEnd::kArrayClosed;
+        } else {
+          ok[c] = end == RunEnd::kReachedStop;
+        }
+      } catch (const DataError&) {
+        ok[c] = 0;
+      }
+    }
+  });
+  for (uint8_t good : ok)
+    if (!good) return false;
+  size_t total = dets.size();
+  for (const auto& part : parts) total += part.size();
+  dets.reserve(total);
+  for (const auto& part : parts) append_columns(dets, part);
+  return true;
+}
 
 }  // namespace
 
 CocoDetections parse_results_json(const std::string& text, const std::string& source,
-                                  IouType iou_type) {
+                                  IouType iou_type, int threads) {
   JsonCursor cursor(text, source);
   CocoDetections dets;
   dets.source = source;
   if (cursor.peek() != '[')
     cursor.fail_type(
-        "results must be a JSON list of objects (pycocotools: 'results in not "
-        "an array of objects')");
-  dets.reserve(text.size() / 64);  // over-estimate: a reallocation would copy every column
-  ResultRecord r;
-  ResultBranch branch = ResultBranch::kBox;
-  bool want_keypoints = true;  // decided by the first result
-  size_t index = 0;
-  const auto fail_missing = [&](const char* field) {
-    cursor.fail_content("result " + std::to_string(index) + " has no '" + field + "'", r.at);
-  };
-  cursor.array([&] {
-    read_result(cursor, index, want_keypoints, r);
-    if (index == 0) {
-      // pycocotools' loadRes picks one branch for all results from the first result.
-      if (r.has_bbox) {
-        branch = ResultBranch::kBox;
-      } else if (r.has_segmentation) {
-        cursor.fail_content(
-            "the first result carries 'segmentation' and no 'bbox': "
-            "segmentation results are not supported (use bbox or keypoints)",
-            r.at);
-      } else if (r.has_keypoints) {
-        branch = ResultBranch::kKeypointsOnly;
-      } else {
-        cursor.fail_content(
-            "result 0 has neither 'bbox' nor 'keypoints' (the first result "
-            "decides how all results are read)",
-            r.at);
-      }
-      want_keypoints = iou_type == IouType::kKeypoints || branch == ResultBranch::kKeypointsOnly;
-      if (want_keypoints) {
-        if (!r.has_keypoints) fail_missing("keypoints");
-        if (r.keypoints.empty() || r.keypoints.size() % 3 != 0)
-          cursor.fail_content(
-              "result 0: 'keypoints' must hold 3 values (x, y, v) per point, "
-              "found " +
-                  std::to_string(r.keypoints.size()),
-              r.at);
-        dets.keypoints_per_instance = static_cast<int>(r.keypoints.size() / 3);
-      }
+        "results must be a JSON list of objects (pycocotools: 'results in not an array of "
+        "objects')");
+  cursor.expect('[', "'['");
+  if (cursor.consume(']')) {
+    cursor.expect_end();
+    return dets;
+  }
+  ResultRecord first;
+  read_result(cursor, 0, /*want_keypoints=*/true, first);
+  const ResultsLayout layout = decide_layout(cursor, first, iou_type);
+  dets.keypoints_per_instance = layout.keypoints_per_instance;
+  append_result(cursor, first, 0, layout, dets);
+  if (cursor.comma_or_close(']')) {
+    cursor.peek();
+    if (!read_results_parallel(text, source, cursor.offset(), layout, resolve_threads(threads),
+                               dets)) {
+      dets.reserve(text.size() / 64);  // over-estimate: a reallocation would copy every column
+      read_result_run(cursor, std::string::npos, 1, layout, dets);
+      cursor.expect_end();
     }
-    if (!r.has_image) fail_missing("image_id");
-    if (!r.has_category) fail_missing("category_id");
-    if (!r.has_score) fail_missing("score");
-    if (want_keypoints) {
-      if (!r.has_keypoints) fail_missing("keypoints");
-      if (r.keypoints.size() != 3 * static_cast<size_t>(dets.keypoints_per_instance))
-        cursor.fail_content("result " + std::to_string(index) + " has " +
-                                std::to_string(r.keypoints.size()) +
-                                " keypoint values; the first result has " +
-                                std::to_string(3 * dets.keypoints_per_instance),
-                            r.at);
-    }
-    if (branch == ResultBranch::kBox) {
-      if (!r.has_bbox) fail_missing("bbox");  // or an empty one
-      if (r.box_values != 4)
-        cursor.fail_content("result " + std::to_string(index) + ": 'bbox' has " +
-                                std::to_string(r.box_values) + " values, expected [x, y, w, h]",
-                            r.at);
-      if (want_keypoints)
-        dets.add(r.image_id, r.category_id, r.box, r.score, r.keypoints.data());
-      else
-        dets.add(r.image_id, r.category_id, r.box, r.score);
-    } else {
-      dets.add_keypoints_only(r.image_id, r.category_id, r.score, r.keypoints.data());
-    }
-    ++index;
-  });
-  cursor.expect_end();
+  } else {
+    cursor.expect_end();
+  }
   return dets;
 }
 
-CocoDetections load_results_json(const std::string& path, IouType iou_type) {
-  return parse_results_json(read_json_file(path), path, iou_type);
+CocoDetections load_results_json(const std::string& path, IouType iou_type, int threads) {
+  return parse_results_json(read_json_file(path), path, iou_type, threads);
 }
 
 namespace {

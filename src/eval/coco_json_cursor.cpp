@@ -3,6 +3,7 @@
 // to std::from_chars, which libstdc++ 12 implements with correct rounding.
 #include "eval/coco_json_cursor.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -51,6 +52,11 @@ JsonCursor::JsonCursor(const std::string& text, std::string source)
       pos_(text.c_str()),
       end_(text.c_str() + text.size()),
       source_(std::move(source)) {}
+
+JsonCursor::JsonCursor(const std::string& text, std::string source, size_t begin)
+    : JsonCursor(text, std::move(source)) {
+  pos_ = base_ + std::min(begin, text.size());
+}
 
 void JsonCursor::fail(const std::string& what) const {
   size_t line = 1;

@@ -15,6 +15,8 @@ class JsonCursor {
  public:
   // `text` must stay alive and be NUL-terminated at text[size] (std::string guarantees it).
   JsonCursor(const std::string& text, std::string source);
+  // Starts at byte `begin` of `text` (a value's first byte); offsets stay relative to `text`.
+  JsonCursor(const std::string& text, std::string source, size_t begin);
 
   // Skips whitespace and returns the next character ('\0' at the end of input).
   char peek() {
@@ -65,6 +67,10 @@ class JsonCursor {
     } while (comma_or_close('}'));
   }
 
+  // After an element of an array or object: consumes ',' (true: another element follows) or
+  // `close` (false); anything else is a syntax error.
+  bool comma_or_close(char close);
+
   // Fails unless only whitespace remains.
   void expect_end();
 
@@ -85,7 +91,6 @@ class JsonCursor {
   void skip_ws() {
     while (*pos_ == ' ' || *pos_ == '\n' || *pos_ == '\r' || *pos_ == '\t') ++pos_;
   }
-  bool comma_or_close(char close);
   void skip_value_at(int depth);
   void decode_escapes(const char* begin);
   uint32_t hex4();

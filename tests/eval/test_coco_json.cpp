@@ -288,3 +288,37 @@ TEST_CASE("coco json writers round-trip", "[unit][eval]") {
   CHECK(gt_back.ann_keypoints == gt.ann_keypoints);
   CHECK(gt_back.categories[1].name == gt.categories[1].name);
 }
+
+TEST_CASE("coco results json parses large files in parallel chunks", "[unit][eval]") {
+  using detrain::eval::parse_results_json;
+  // ~6 MB: enough for several chunks. Half the results carry nested values and strings that
+  // look like element boundaries ("}, {"), so some speculative chunk starts are false.
+  const auto build = [](bool tricky, size_t bad_at) {
+    std::string text = "[";
+    for (size_t i = 0; i < 60000; ++i) {
+      if (i) text += ", ";
+      text += "{\"image_id\": " + std::to_string(i % 977) + ", \"category_id\": 3, \"bbox\": [" +
+              std::to_string(i % 13) + ".25, 1, 2, 3], \"score\": 0." + std::to_string(i % 1000);
+      if (tricky && i % 2) text += ", \"note\": \"}, {\", \"extra\": [{\"a\": 1}, {\"b\": [2]}]";
+      if (i == bad_at) text += ", \"bbox\": [1, 2]";
+      text += "}";
+    }
+    return text + "]";
+  };
+  for (bool tricky : {false, true}) {
+    const std::string text = build(tricky, SIZE_MAX);
+    const auto one = parse_results_json(text, "r.json", IouType::kBbox, 1);
+    const auto four = parse_results_json(text, "r.json", IouType::kBbox, 4);
+    REQUIRE(one.size() == 60000);
+    CHECK(four.image_id == one.image_id);
+    CHECK(four.score == one.score);
+    CHECK(four.area == one.area);
+    CHECK(four.bbox[59999].x == one.bbox[59999].x);
+  }
+  // An error deep in the file names its exact result, whatever the thread count.
+  const std::string bad = build(false, 45123);
+  for (int threads : {1, 4})
+    CHECK(error_of([&] {
+            parse_results_json(bad, "r.json", IouType::kBbox, threads);
+          }).find("result 45123: 'bbox' has 2 values") != std::string::npos);
+}
