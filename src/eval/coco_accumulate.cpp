@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 namespace detrain::eval {
@@ -24,6 +25,58 @@ int64_t tp_needed(double r, int64_t npig) {
   while (c > 0 && static_cast<double>(c - 1) / n >= r) --c;
   while (c <= npig && !(static_cast<double>(c) / n >= r)) ++c;
   return c;
+}
+
+// Orders doubles as unsigned integers, largest double first (-0 and +0 tie, as in numpy).
+uint64_t descending_key(double score) {
+  if (score == 0) score = 0;  // -0 -> +0
+  uint64_t bits;
+  std::memcpy(&bits, &score, sizeof bits);
+  bits = (bits >> 63) ? ~bits : bits | (uint64_t{1} << 63);  // ascending as unsigned
+  return ~bits;
+}
+
+// Stable sort by score, descending. Small inputs use a comparison sort on (score, position); large
+// ones an LSD radix sort over the 8 key bytes, skipping bytes that are equal for every entry
+// (scores in [0, 1] share their top bytes).
+void sort_by_score_stable(std::vector<AccumulateScratch::Entry>& entries,
+                          std::vector<AccumulateScratch::Entry>& buffer) {
+  const size_t n = entries.size();
+  if (n < 256) {
+    std::sort(entries.begin(), entries.end(),
+              [](const AccumulateScratch::Entry& a, const AccumulateScratch::Entry& b) {
+                if (a.score != b.score) return a.score > b.score;
+                return a.cell != b.cell ? a.cell < b.cell : a.rank < b.rank;
+              });
+    return;
+  }
+  buffer.resize(n);
+  size_t counts[8][256] = {};
+  for (const auto& e : entries) {
+    const uint64_t key = descending_key(e.score);
+    for (int b = 0; b < 8; ++b) ++counts[b][(key >> (8 * b)) & 0xff];
+  }
+  AccumulateScratch::Entry* from = entries.data();
+  AccumulateScratch::Entry* to = buffer.data();
+  for (int b = 0; b < 8; ++b) {
+    size_t* count = counts[b];
+    bool trivial = false;
+    for (int v = 0; v < 256; ++v)
+      if (count[v] == n) trivial = true;
+    if (trivial) continue;
+    size_t offset = 0;
+    for (int v = 0; v < 256; ++v) {
+      const size_t c = count[v];
+      count[v] = offset;
+      offset += c;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t key = descending_key(from[i].score);
+      to[count[(key >> (8 * b)) & 0xff]++] = from[i];
+    }
+    std::swap(from, to);
+  }
+  if (from != entries.data()) std::copy(from, from + n, entries.data());
 }
 
 }  // namespace
@@ -44,11 +97,7 @@ void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells,
     for (int32_t r = 0; r < cells[c].num_slots; ++r)
       s.entries.push_back({in.slot_score[cells[c].slot_begin + r], static_cast<uint32_t>(c),
                            static_cast<uint32_t>(r)});
-  std::sort(s.entries.begin(), s.entries.end(),
-            [](const AccumulateScratch::Entry& a, const AccumulateScratch::Entry& b) {
-              if (a.score != b.score) return a.score > b.score;
-              return a.cell != b.cell ? a.cell < b.cell : a.rank < b.rank;
-            });
+  sort_by_score_stable(s.entries, s.radix_buffer);
   // The outcome bits in sorted order: one scattered read per detection instead of one per
   // (area range, maxDets) walk.
   const int words = outcome_words(T);

@@ -35,6 +35,7 @@ struct AccumulateScratch {
     uint32_t rank;
   };
   std::vector<Entry> entries;
+  std::vector<Entry> radix_buffer;
   std::vector<OutcomeWord> sorted_bits;  // outcome bits of `entries`, in their order
   std::vector<int64_t> recall_count;     // [R] TPs needed to reach each recall threshold
   std::vector<int64_t> tp, ignored;      // [T] counts so far

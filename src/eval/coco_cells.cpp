@@ -262,13 +262,16 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
   table.dt_score.resize(m);
   table.dt_box.resize(m);
   table.dt_area.resize(m);
+  std::vector<uint64_t> dt_cell_key(m);  // (cell category, image) per detection, for the merge
   parallel_chunks(m, kBlock, threads, [&](int, size_t begin, size_t end) {
     for (size_t j = begin; j < end; ++j) {
-      const int32_t i = kept[static_cast<size_t>(order[j])];
-      table.dt_index[j] = i;
-      table.dt_score[j] = dets.score[static_cast<size_t>(i)];
-      table.dt_box[j] = dets.bbox[static_cast<size_t>(i)];
-      table.dt_area[j] = dets.area[static_cast<size_t>(i)];
+      const size_t i = static_cast<size_t>(kept[static_cast<size_t>(order[j])]);
+      table.dt_index[j] = static_cast<int32_t>(i);
+      table.dt_score[j] = dets.score[i];
+      table.dt_box[j] = dets.bbox[i];
+      table.dt_area[j] = dets.area[i];
+      dt_cell_key[j] = (static_cast<uint64_t>(pooled ? 0 : det_category[i]) << 32) |
+                       static_cast<uint32_t>(det_image[i]);
     }
   });
 
@@ -277,11 +280,7 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
     return (static_cast<uint64_t>(index.entry_cell_category[e]) << 32) |
            static_cast<uint32_t>(index.entry_image[e]);
   };
-  const auto dt_key = [&](size_t j) {
-    const size_t i = static_cast<size_t>(table.dt_index[j]);
-    return (static_cast<uint64_t>(pooled ? 0 : det_category[i]) << 32) |
-           static_cast<uint32_t>(det_image[i]);
-  };
+  const auto dt_key = [&](size_t j) { return dt_cell_key[j]; };
   const size_t num_gt = index.entry_image.size();
   const int64_t max_det = params.max_dets.empty() ? 0 : params.max_dets.back();
   table.category_begin.assign((pooled ? 1 : num_categories) + 1, 0);
