@@ -98,7 +98,7 @@ int run_bench_eval(const BenchEvalArgs& args) {
     };
     gt = eval::load_ground_truth_json(gt_path);
     lap(0);
-    const eval::CocoDetections dets = eval::load_results_json(results_path, eval::IouType::kBbox);
+    const eval::CocoDetections dets = eval::load_results_json(results_path, eval::IouType::kBbox, args.threads);
     lap(1);
     num_dets = dets.size();
     const eval::CocoEvaluator evaluator(gt, eval::CocoParams::defaults(eval::IouType::kBbox),
@@ -170,7 +170,7 @@ Command add_bench_eval(CLI::App& bench) {
   app->add_option("--dets-per-image", args->dets_per_image, "detections per image")
       ->check(CLI::Range(1, 100000));
   app->add_option("--seed", args->seed, "generator seed");
-  app->add_option("--threads", args->threads, "evaluator threads (0: every core)")
+  app->add_option("--threads", args->threads, "loader and evaluator threads (0: every core)")
       ->check(CLI::Range(0, 1024));
   app->add_option("--repeat", args->repeat, "runs; the median is reported")
       ->check(CLI::Range(1, 100));

@@ -46,7 +46,7 @@ void sort_by_score_stable(std::vector<AccumulateScratch::Entry>& entries,
     std::sort(entries.begin(), entries.end(),
               [](const AccumulateScratch::Entry& a, const AccumulateScratch::Entry& b) {
                 if (a.score != b.score) return a.score > b.score;
-                return a.cell != b.cell ? a.cell < b.cell : a.rank < b.rank;
+                return a.slot < b.slot;
               });
     return;
   }
@@ -79,42 +79,147 @@ void sort_by_score_stable(std::vector<AccumulateScratch::Entry>& entries,
   if (from != entries.data()) std::copy(from, from + n, entries.data());
 }
 
+// One (area range, maxDets) pass over the sorted detections: for each threshold, the FP count
+// and score at each TP event. FP count before a TP = detections before it - TPs before it -
+// ignored before it, so only TP and ignore events are visited; a detection ignored at every
+// threshold (common outside an area range) bumps one counter.
+struct TpEvents {
+  int64_t detections = 0;  // nd: kept detections, ignored ones included
+  double first_score = 0;  // score of the first kept detection
+  size_t stride = 0;       // row length of fp_at_tp / score_at_tp
+};
+
+TpEvents walk(AccumulateScratch& s, const OutcomeWord* area_bits, int words, size_t T, int64_t npig,
+              const uint32_t* kept, size_t count) {
+  TpEvents events;
+  const size_t pair = 2 * static_cast<size_t>(words);
+  const size_t max_tp = static_cast<size_t>(std::min<int64_t>(npig, static_cast<int64_t>(count)));
+  events.stride = max_tp + 1;
+  s.fp_at_tp.resize(T * events.stride);
+  s.score_at_tp.resize(T * events.stride);
+  s.tp.assign(T, 0);
+  s.ignored.assign(T, 0);
+  s.ignored_all.assign(static_cast<size_t>(words), 0);
+  int64_t* tp_count = s.tp.data();
+  int64_t* ignored_count = s.ignored.data();
+  int64_t* ignored_all = s.ignored_all.data();
+  const OutcomeWord* mask = s.word_mask.data();
+  for (size_t k = 0; k < count; ++k) {
+    const size_t i = kept ? kept[k] : k;
+    const int64_t position = static_cast<int64_t>(k);
+    const OutcomeWord* bits = area_bits + i * pair;
+    for (int w = 0; w < words; ++w) {
+      OutcomeWord tp_bits = bits[w];
+      OutcomeWord ignored_bits = bits[words + w];
+      if ((tp_bits | ignored_bits) == 0) continue;  // a false positive at every threshold
+      if (ignored_bits == mask[w]) {
+        ++ignored_all[w];
+        continue;
+      }
+      const size_t t0 = static_cast<size_t>(w) * kOutcomeWordBits;
+      for (; tp_bits; tp_bits &= tp_bits - 1) {
+        const size_t t = t0 + static_cast<size_t>(__builtin_ctz(tp_bits));
+        const int64_t tp = ++tp_count[t];
+        if (static_cast<size_t>(tp) > max_tp)
+          throw std::logic_error("coco accumulate: more true positives than GTs");
+        const size_t at = t * events.stride + static_cast<size_t>(tp);
+        s.fp_at_tp[at] = position - (tp - 1) - ignored_all[w] - ignored_count[t];
+        s.score_at_tp[at] = s.sorted_score[i];
+      }
+      for (; ignored_bits; ignored_bits &= ignored_bits - 1)
+        ++ignored_count[t0 + static_cast<size_t>(__builtin_ctz(ignored_bits))];
+    }
+  }
+  events.detections = static_cast<int64_t>(count);
+  if (count > 0) events.first_score = s.sorted_score[kept ? kept[0] : 0];
+  return events;
+}
+
+// recall [T], precision and scores [T, R] of one (area range, maxDets) from its TP events.
+void sample_precision(AccumulateScratch& s, const TpEvents& events, int64_t npig, size_t T,
+                      size_t R, double* recall, double* precision, double* scores) {
+  s.precision_max.resize(events.stride + 1);
+  for (size_t t = 0; t < T; ++t) {
+    const int64_t ntp = s.tp[t];
+    const int64_t* fp_at_tp = s.fp_at_tp.data() + t * events.stride;
+    const double* score_at_tp = s.score_at_tp.data() + t * events.stride;
+    recall[t] = events.detections ? static_cast<double>(ntp) / static_cast<double>(npig) : 0.0;
+    // Running maximum from the right over TP events c = ntp .. 1.
+    s.precision_max[static_cast<size_t>(ntp) + 1] = 0.0;
+    for (int64_t c = ntp; c >= 1; --c) {
+      const double tp_d = static_cast<double>(c);
+      const double fp_d = static_cast<double>(fp_at_tp[c]);
+      const double pr = tp_d / (fp_d + tp_d + kEps);
+      s.precision_max[static_cast<size_t>(c)] =
+          std::max(pr, s.precision_max[static_cast<size_t>(c) + 1]);
+    }
+    bool reachable = events.detections > 0;  // with no detection numpy's lookup fails: zeros
+    for (size_t j = 0; j < R; ++j) {
+      const int64_t c = s.recall_count[j];
+      if (reachable && c > ntp) reachable = false;  // and every later threshold too
+      double& p = precision[t * R + j];
+      double& score = scores[t * R + j];
+      if (!reachable) {
+        p = 0.0;
+        score = 0.0;
+      } else if (c == 0) {
+        p = ntp > 0 ? s.precision_max[1] : 0.0;
+        score = events.first_score;
+      } else {
+        p = s.precision_max[static_cast<size_t>(c)];
+        score = score_at_tp[c];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells, size_t num_cells,
                          double* precision, double* recall, double* scores, AccumulateScratch& s) {
   if (num_cells == 0) return;  // no GT and no detection: -1 stays
-  const std::vector<double>& iou_thresholds = *in.iou_thresholds;
   const std::vector<double>& recall_thresholds = *in.recall_thresholds;
   const std::vector<int64_t>& max_dets = *in.max_dets;
-  const size_t T = iou_thresholds.size(), R = recall_thresholds.size();
+  const size_t T = in.iou_thresholds->size(), R = recall_thresholds.size();
   const size_t A = static_cast<size_t>(in.num_areas), M = max_dets.size();
 
-  // One sort for every area range and maxDets, by score and then (image, rank in the cell):
-  // numpy's stable order after concatenating the cells by image.
+  // One sort for every area range and maxDets, by score and then slot (= image, then rank in
+  // the cell): numpy's stable order after concatenating the cells by image.
   s.entries.clear();
+  uint32_t max_rank = 0;
   for (size_t c = 0; c < num_cells; ++c)
-    for (int32_t r = 0; r < cells[c].num_slots; ++r)
-      s.entries.push_back({in.slot_score[cells[c].slot_begin + r], static_cast<uint32_t>(c),
-                           static_cast<uint32_t>(r)});
+    for (int32_t r = 0; r < cells[c].num_slots; ++r) {
+      const int64_t slot = cells[c].slot_begin + r;
+      s.entries.push_back(
+          {in.slot_score[slot], static_cast<uint32_t>(slot), static_cast<uint32_t>(r)});
+      max_rank = std::max(max_rank, static_cast<uint32_t>(r));
+    }
   sort_by_score_stable(s.entries, s.radix_buffer);
-  // The outcome bits in sorted order: one scattered read per detection instead of one per
-  // (area range, maxDets) walk.
+
+  // The outcome bits in sorted order, area-major: one scattered read per detection, then every
+  // (area range, maxDets) walk reads a contiguous run.
   const int words = outcome_words(T);
-  const size_t per_slot = outcome_offset(1, 0, A, words);
-  s.sorted_bits.resize(s.entries.size() * per_slot);
-  for (size_t i = 0; i < s.entries.size(); ++i) {
+  const size_t n = s.entries.size();
+  const size_t pair = 2 * static_cast<size_t>(words);
+  s.sorted_bits.resize(A * n * pair);
+  s.sorted_score.resize(n);
+  for (size_t i = 0; i < n; ++i) {
     const auto& e = s.entries[i];
-    const OutcomeWord* bits =
-        in.outcome +
-        outcome_offset(static_cast<size_t>(cells[e.cell].slot_begin + e.rank), 0, A, words);
-    std::copy(bits, bits + per_slot,
-              s.sorted_bits.begin() + static_cast<std::ptrdiff_t>(i * per_slot));
+    s.sorted_score[i] = e.score;
+    const OutcomeWord* bits = in.outcome + outcome_offset(e.slot, 0, A, words);
+    for (size_t a = 0; a < A; ++a)
+      std::copy(bits + a * pair, bits + (a + 1) * pair, s.sorted_bits.data() + (a * n + i) * pair);
+  }
+  // Per maxDets, the sorted positions it keeps (ranks below it); empty when it keeps them all.
+  s.kept.resize(M);
+  for (size_t m = 0; m < M; ++m) {
+    s.kept[m].clear();
+    if (static_cast<int64_t>(max_rank) < max_dets[m]) continue;
+    for (size_t i = 0; i < n; ++i)
+      if (static_cast<int64_t>(s.entries[i].rank) < max_dets[m])
+        s.kept[m].push_back(static_cast<uint32_t>(i));
   }
 
-  s.tp.resize(T);
-  s.ignored.resize(T);
-  s.ignored_all.resize(static_cast<size_t>(words));
   s.word_mask.assign(static_cast<size_t>(words), 0);
   for (size_t t = 0; t < T; ++t)
     s.word_mask[t / kOutcomeWordBits] |= OutcomeWord{1} << (t % kOutcomeWordBits);
@@ -124,92 +229,16 @@ void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells,
     for (size_t c = 0; c < num_cells; ++c) npig += cells[c].npig[a];
     if (npig == 0) continue;  // only ignored GTs (or none): -1 stays
     for (size_t j = 0; j < R; ++j) s.recall_count[j] = tp_needed(recall_thresholds[j], npig);
-    const size_t max_tp =
-        static_cast<size_t>(std::min<int64_t>(npig, static_cast<int64_t>(s.entries.size())));
-    const size_t stride = max_tp + 1;
-    s.fp_at_tp.resize(T * stride);
-    s.score_at_tp.resize(T * stride);
-    s.precision_max.resize(max_tp + 2);
-
+    const OutcomeWord* area_bits = s.sorted_bits.data() + a * n * pair;
     for (size_t m = 0; m < M; ++m) {
-      const int64_t max_det = max_dets[m];
-      // FP count before a TP = entries before it - TPs before it - ignored before it. Only
-      // TP and ignore events are visited; a detection ignored at every threshold (common outside
-      // an area range) bumps one counter.
-      std::fill(s.tp.begin(), s.tp.end(), 0);
-      std::fill(s.ignored.begin(), s.ignored.end(), 0);
-      std::fill(s.ignored_all.begin(), s.ignored_all.end(), 0);
-      int64_t nd = 0;
-      double first_score = 0;
-      for (size_t i = 0; i < s.entries.size(); ++i) {
-        const auto& e = s.entries[i];
-        if (e.rank >= max_det) continue;
-        const int64_t position = nd++;
-        if (position == 0) first_score = e.score;
-        const OutcomeWord* bits =
-            s.sorted_bits.data() + i * per_slot + outcome_offset(0, a, A, words);
-        for (int w = 0; w < words; ++w) {
-          OutcomeWord ignored_bits = bits[words + w];
-          if (ignored_bits == s.word_mask[w]) {
-            ++s.ignored_all[w];
-            continue;
-          }
-          const size_t t0 = static_cast<size_t>(w) * kOutcomeWordBits;
-          for (OutcomeWord tp_bits = bits[w]; tp_bits; tp_bits &= tp_bits - 1) {
-            const size_t t = t0 + static_cast<size_t>(__builtin_ctz(tp_bits));
-            const int64_t tp = ++s.tp[t];
-            if (static_cast<size_t>(tp) > max_tp)
-              throw std::logic_error("coco accumulate: more true positives than GTs");
-            s.fp_at_tp[t * stride + static_cast<size_t>(tp)] =
-                position - (tp - 1) - s.ignored_all[w] - s.ignored[t];
-            s.score_at_tp[t * stride + static_cast<size_t>(tp)] = e.score;
-          }
-          for (; ignored_bits; ignored_bits &= ignored_bits - 1)
-            ++s.ignored[t0 + static_cast<size_t>(__builtin_ctz(ignored_bits))];
-        }
-      }
-      for (size_t t = 0; t < T; ++t) {
-        const int64_t ntp = s.tp[t];
-        recall[(a * M + m) * T + t] =
-            nd ? static_cast<double>(ntp) / static_cast<double>(npig) : 0.0;
-        // Running maximum from the right over TP events c = ntp .. 1.
-        s.precision_max[static_cast<size_t>(ntp) + 1] = 0.0;
-        for (int64_t c = ntp; c >= 1; --c) {
-          const double tp_d = static_cast<double>(c);
-          const double fp_d = static_cast<double>(s.fp_at_tp[t * stride + static_cast<size_t>(c)]);
-          const double pr = tp_d / (fp_d + tp_d + kEps);
-          s.precision_max[static_cast<size_t>(c)] =
-              std::max(pr, s.precision_max[static_cast<size_t>(c) + 1]);
-        }
-        bool reachable = nd > 0;  // with no detection numpy's lookup fails: all zeros
-        for (size_t j = 0; j < R; ++j) {
-          const size_t at = ((a * M + m) * T + t) * R + j;
-          const int64_t c = s.recall_count[j];
-          if (reachable && c > ntp) reachable = false;  // and every later threshold too
-          if (!reachable) {
-            precision[at] = 0.0;
-            scores[at] = 0.0;
-          } else if (c == 0) {
-            precision[at] = ntp > 0 ? s.precision_max[1] : 0.0;
-            scores[at] = first_score;
-          } else {
-            precision[at] = s.precision_max[static_cast<size_t>(c)];
-            scores[at] = s.score_at_tp[t * stride + static_cast<size_t>(c)];
-          }
-        }
-      }
+      const bool all = static_cast<int64_t>(max_rank) < max_dets[m];
+      const size_t count = all ? n : s.kept[m].size();
+      const TpEvents events =
+          walk(s, area_bits, words, T, npig, all ? nullptr : s.kept[m].data(), count);
+      sample_precision(s, events, npig, T, R, recall + (a * M + m) * T,
+                       precision + (a * M + m) * T * R, scores + (a * M + m) * T * R);
     }
   }
-}
-
-void transpose(const double* src, size_t rows, size_t cols, double* dst) {
-  constexpr size_t kBlock = 32;
-  for (size_t i0 = 0; i0 < rows; i0 += kBlock)
-    for (size_t j0 = 0; j0 < cols; j0 += kBlock) {
-      const size_t i1 = std::min(rows, i0 + kBlock), j1 = std::min(cols, j0 + kBlock);
-      for (size_t i = i0; i < i1; ++i)
-        for (size_t j = j0; j < j1; ++j) dst[j * rows + i] = src[i * cols + j];
-    }
 }
 
 }  // namespace detrain::eval

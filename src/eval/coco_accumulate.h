@@ -31,29 +31,29 @@ struct AccumulateInput {
 struct AccumulateScratch {
   struct Entry {
     double score;
-    uint32_t cell;
+    uint32_t slot;  // slots run in (image, rank) order within a category
     uint32_t rank;
   };
   std::vector<Entry> entries;
   std::vector<Entry> radix_buffer;
-  std::vector<OutcomeWord> sorted_bits;  // outcome bits of `entries`, in their order
-  std::vector<int64_t> recall_count;     // [R] TPs needed to reach each recall threshold
-  std::vector<int64_t> tp, ignored;      // [T] counts so far
-  std::vector<int64_t> ignored_all;      // [W] detections ignored at every threshold of a word
-  std::vector<OutcomeWord> word_mask;    // [W] bits of the thresholds in each word
-  std::vector<int64_t> fp_at_tp;         // [T, npig + 1]
-  std::vector<double> score_at_tp;       // [T, npig + 1]
-  std::vector<double> precision_max;     // [npig + 2]
+  std::vector<OutcomeWord> sorted_bits;     // [A, n, 2W] outcome bits of `entries`, in their order
+  std::vector<double> sorted_score;         // [n]
+  std::vector<std::vector<uint32_t>> kept;  // [M] sorted positions under each maxDets
+  std::vector<int64_t> recall_count;        // [R] TPs needed to reach each recall threshold
+  std::vector<int64_t> tp, ignored;         // [T] counts so far in a walk
+  std::vector<int64_t> ignored_all;         // [W] detections ignored at every threshold of a word
+  std::vector<OutcomeWord> word_mask;       // [W] bits of the thresholds in each word
+  std::vector<int64_t> fp_at_tp;            // [T, npig + 1]
+  std::vector<double> score_at_tp;          // [T, npig + 1]
+  std::vector<double> precision_max;        // [npig + 2]
+  std::vector<double> precision_block, scores_block, recall_block;  // one category's output
 };
 
 // Writes one category's precision and scores as [A, M, T, R] and recall as [A, M, T] (the
-// caller transposes them into pycocotools' [T, R, K, A, M]: writing that layout directly would
-// scatter every store). Entries of an (a, m) without GT stay as they are (the caller fills -1).
+// caller scatters them into pycocotools' [T, R, K, A, M]). Entries of an (a, m) without GT stay
+// as they are (the caller fills -1).
 void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells, size_t num_cells,
                          double* precision, double* recall, double* scores,
                          AccumulateScratch& scratch);
-
-// dst[j * rows + i] = src[i * cols + j] for a rows x cols matrix (cache-blocked).
-void transpose(const double* src, size_t rows, size_t cols, double* dst);
 
 }  // namespace detrain::eval

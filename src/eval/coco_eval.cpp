@@ -209,11 +209,13 @@ CocoEvalResult CocoEvaluator::evaluate(const CocoDetections& dets) const {
   lap(result.timing.evaluate_s, result.timing.evaluate_cpu_s);
 
   // accumulate(): one category per work item.
-  // Category-major blocks [K][A, M, T, R] (each work item writes one contiguous block), then
-  // transposed into pycocotools' [T, R, K, A, M].
+  // Each category is computed into a small [A, M, T, R] block, then scattered into pycocotools'
+  // [T, R, K, A, M] layout: A x M contiguous values per (t, r), where writing the final layout
+  // value by value would touch a new cache line with every store.
   const size_t block = A * M * T * R;
-  std::vector<double> precision_k(K * block, -1.0), scores_k(K * block, -1.0);
-  std::vector<double> recall_k(K * A * M * T, -1.0);
+  result.precision.resize(T * R * K * A * M);
+  result.scores.resize(T * R * K * A * M);
+  result.recall.resize(T * K * A * M);
   const AccumulateInput input{slot_score.data(),    outcome.data(), &p.iou_thresholds,
                               &p.recall_thresholds, &p.max_dets,    static_cast<int>(A)};
   result.gt_per_category.assign(K, 0);
@@ -222,6 +224,7 @@ CocoEvalResult CocoEvaluator::evaluate(const CocoDetections& dets) const {
       result.gt_per_category[k] += npig[static_cast<size_t>(c) * A];
   std::vector<AccumulateScratch> accumulate_scratch(static_cast<size_t>(threads));
   parallel_chunks(K, 1, threads, [&](int worker, size_t begin, size_t end) {
+    AccumulateScratch& s = accumulate_scratch[static_cast<size_t>(worker)];
     std::vector<AccumulateCell> cells;
     for (size_t k = begin; k < end; ++k) {
       cells.clear();
@@ -230,20 +233,27 @@ CocoEvalResult CocoEvaluator::evaluate(const CocoDetections& dets) const {
         cells.push_back(
             {cell.slot_begin, cell.num_slots, npig.data() + static_cast<size_t>(c) * A});
       }
-      accumulate_category(input, cells.data(), cells.size(), precision_k.data() + k * block,
-                          recall_k.data() + k * A * M * T, scores_k.data() + k * block,
-                          accumulate_scratch[static_cast<size_t>(worker)]);
+      s.precision_block.assign(block, -1.0);
+      s.scores_block.assign(block, -1.0);
+      s.recall_block.assign(A * M * T, -1.0);
+      accumulate_category(input, cells.data(), cells.size(), s.precision_block.data(),
+                          s.recall_block.data(), s.scores_block.data(), s);
+      for (size_t t = 0; t < T; ++t) {
+        for (size_t r = 0; r < R; ++r) {
+          const size_t out = ((t * R + r) * K + k) * A * M;
+          for (size_t am = 0; am < A * M; ++am) {
+            result.precision[out + am] = s.precision_block[(am * T + t) * R + r];
+            result.scores[out + am] = s.scores_block[(am * T + t) * R + r];
+          }
+        }
+        for (size_t am = 0; am < A * M; ++am)
+          result.recall[(t * K + k) * A * M + am] = s.recall_block[am * T + t];
+      }
     }
   });
-  result.precision.resize(precision_k.size());
-  result.scores.resize(scores_k.size());
-  result.recall.resize(recall_k.size());
-  transpose(precision_k.data(), K * A * M, T * R, result.precision.data());
-  transpose(scores_k.data(), K * A * M, T * R, result.scores.data());
-  transpose(recall_k.data(), K * A * M, T, result.recall.data());
   lap(result.timing.accumulate_s, result.timing.accumulate_cpu_s);
 
-  for (const StatSpec& spec : stat_specs(p)) result.stats.push_back(summarize_stat(result, spec));
+  result.stats = summarize_stats(result);
   lap(result.timing.summarize_s, result.timing.summarize_cpu_s);
   return result;
 }

@@ -2,6 +2,7 @@
 // then category, before filtering and summing, as numpy's s[s > -1] does.
 #include "eval/coco_summarize.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "eval/coco_numeric.h"
@@ -40,32 +41,58 @@ std::vector<StatSpec> stat_specs(const CocoParams& p) {
           {false, -1, "small", md(2)}, {false, -1, "medium", md(2)}, {false, -1, "large", md(2)}};
 }
 
-double summarize_stat(const CocoEvalResult& r, const StatSpec& spec) {
-  const int a = find_area(r.params, spec.area_label);
-  const int m = spec.max_dets < 0 ? -1 : find_max_dets(r.params, spec.max_dets);
-  if (a < 0 || m < 0) return -1;
+std::vector<double> summarize_stats(const CocoEvalResult& r) {
+  const std::vector<StatSpec> specs = stat_specs(r.params);
   const size_t T = static_cast<size_t>(r.num_iou), R = static_cast<size_t>(r.num_recall);
   const size_t K = static_cast<size_t>(r.num_categories), A = static_cast<size_t>(r.num_areas);
   const size_t M = static_cast<size_t>(r.num_max_dets);
+  // The (area, maxDets) slice of each stat, -1 when pycocotools finds none.
+  std::vector<int64_t> slice(specs.size(), -1);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const int a = find_area(r.params, specs[i].area_label);
+    const int m = specs[i].max_dets < 0 ? -1 : find_max_dets(r.params, specs[i].max_dets);
+    if (a >= 0 && m >= 0) slice[i] = a * static_cast<int64_t>(M) + m;
+  }
+  // One pass over precision in memory order gathers each AP slice flattened as (t, r, k).
+  std::vector<int64_t> ap_slices;
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].average_precision && slice[i] >= 0 &&
+        std::find(ap_slices.begin(), ap_slices.end(), slice[i]) == ap_slices.end())
+      ap_slices.push_back(slice[i]);
+  std::vector<std::vector<double>> gathered(ap_slices.size());
+  for (auto& g : gathered) g.reserve(T * R * K);
+  for (size_t trk = 0; trk < T * R * K; ++trk)
+    for (size_t j = 0; j < ap_slices.size(); ++j)
+      gathered[j].push_back(r.precision[trk * A * M + static_cast<size_t>(ap_slices[j])]);
+
+  std::vector<double> stats;
   std::vector<double> values;
-  for (size_t t = 0; t < T; ++t) {
-    if (spec.iou_threshold >= 0 && r.params.iou_thresholds[t] != spec.iou_threshold) continue;
-    if (spec.average_precision) {
-      for (size_t j = 0; j < R; ++j)
-        for (size_t k = 0; k < K; ++k) {
-          const double v = r.precision[(((t * R + j) * K + k) * A + static_cast<size_t>(a)) * M +
-                                       static_cast<size_t>(m)];
-          if (v > -1) values.push_back(v);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const StatSpec& spec = specs[i];
+    values.clear();
+    if (slice[i] >= 0) {
+      const size_t am = static_cast<size_t>(slice[i]);
+      const std::vector<double>* ap = nullptr;
+      for (size_t j = 0; j < ap_slices.size(); ++j)
+        if (spec.average_precision && ap_slices[j] == slice[i]) ap = &gathered[j];
+      for (size_t t = 0; t < T; ++t) {
+        if (spec.iou_threshold >= 0 && r.params.iou_thresholds[t] != spec.iou_threshold) continue;
+        if (ap) {
+          for (size_t rk = 0; rk < R * K; ++rk) {
+            const double v = (*ap)[t * R * K + rk];
+            if (v > -1) values.push_back(v);
+          }
+        } else {
+          for (size_t k = 0; k < K; ++k) {
+            const double v = r.recall[(t * K + k) * A * M + am];
+            if (v > -1) values.push_back(v);
+          }
         }
-    } else {
-      for (size_t k = 0; k < K; ++k) {
-        const double v =
-            r.recall[((t * K + k) * A + static_cast<size_t>(a)) * M + static_cast<size_t>(m)];
-        if (v > -1) values.push_back(v);
       }
     }
+    stats.push_back(values.empty() ? -1.0 : numpy_mean(values.data(), values.size()));
   }
-  return values.empty() ? -1.0 : numpy_mean(values.data(), values.size());
+  return stats;
 }
 
 std::string format_stat_line(const CocoParams& p, const StatSpec& spec, double value) {

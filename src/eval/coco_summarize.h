@@ -22,9 +22,9 @@ struct StatSpec {
 // sorted list; a list shorter than 3 (pycocotools: IndexError) yields max_dets -1 (stat -1).
 std::vector<StatSpec> stat_specs(const CocoParams& params);
 
-// Mean of the selected entries > -1 in numpy's summation order, or -1 when there are none
-// (no category with a non-ignored GT in that slice).
-double summarize_stat(const CocoEvalResult& result, const StatSpec& spec);
+// Every stat of stat_specs(result.params): the mean of the selected entries > -1 in numpy's
+// summation order, or -1 when there are none (no category with a non-ignored GT in that slice).
+std::vector<double> summarize_stats(const CocoEvalResult& result);
 
 // " Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = 0.123"
 std::string format_stat_line(const CocoParams& params, const StatSpec& spec, double value);
