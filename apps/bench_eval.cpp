@@ -98,7 +98,8 @@ int run_bench_eval(const BenchEvalArgs& args) {
     };
     gt = eval::load_ground_truth_json(gt_path);
     lap(0);
-    const eval::CocoDetections dets = eval::load_results_json(results_path, eval::IouType::kBbox, args.threads);
+    const eval::CocoDetections dets =
+        eval::load_results_json(results_path, eval::IouType::kBbox, args.threads);
     lap(1);
     num_dets = dets.size();
     const eval::CocoEvaluator evaluator(gt, eval::CocoParams::defaults(eval::IouType::kBbox),
