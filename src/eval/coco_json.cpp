@@ -190,42 +190,7 @@ void parse_annotations(JsonCursor& cursor, CocoGroundTruth& gt) {
 
 }  // namespace
 
-std::string read_json_file(const std::string& path) {
-  // One read into a pre-sized string: the 44 MB results file of the bench loads in ~10 ms this
-  // way, several times faster than a stream copy.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw IoError("cannot read " + path + ": " + std::strerror(errno));
-  std::string text;
-  const off_t size = ::lseek(fd, 0, SEEK_END);
-  if (size >= 0 && ::lseek(fd, 0, SEEK_SET) == 0) {
-    text.resize(static_cast<size_t>(size));
-    size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t n = ::read(fd, &text[done], text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
-    text.resize(done);
-  }
-  // Pipes and special files: read until EOF.
-  char buffer[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      throw IoError("cannot read " + path + ": " + std::strerror(err));
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return text;
-}
-
-CocoGroundTruth parse_ground_truth_json(const std::string& text, const std::string& source) {
+CocoGroundTruth parse_ground_truth_json(JsonInput text, const std::string& source) {
   JsonCursor cursor(text, source);
   CocoGroundTruth gt;
   gt.source = source;
@@ -264,7 +229,7 @@ CocoGroundTruth parse_ground_truth_json(const std::string& text, const std::stri
 }
 
 CocoGroundTruth load_ground_truth_json(const std::string& path) {
-  return parse_ground_truth_json(read_json_file(path), path);
+  return parse_ground_truth_json(JsonFile(path), path);
 }
 
 namespace {
@@ -426,17 +391,15 @@ RunEnd read_result_run(JsonCursor& cursor, size_t stop, size_t first_index,
 
 // The first '{' at or after `from` that follows "}" "," (whitespace allowed): a likely element
 // start of the top-level list, verified later by the preceding chunk's parse.
-size_t next_element_candidate(const std::string& text, size_t from) {
-  for (size_t p = text.find('}', from); p != std::string::npos; p = text.find('}', p + 1)) {
+size_t next_element_candidate(JsonInput input, size_t from) {
+  const std::string_view text(input.data(), input.size());
+  const auto is_space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  for (size_t p = text.find('}', from); p != std::string_view::npos; p = text.find('}', p + 1)) {
     size_t q = p + 1;
-    while (q < text.size() &&
-           (text[q] == ' ' || text[q] == '\n' || text[q] == '\r' || text[q] == '\t'))
-      ++q;
+    while (q < text.size() && is_space(text[q])) ++q;
     if (q >= text.size() || text[q] != ',') continue;
     ++q;
-    while (q < text.size() &&
-           (text[q] == ' ' || text[q] == '\n' || text[q] == '\r' || text[q] == '\t'))
-      ++q;
+    while (q < text.size() && is_space(text[q])) ++q;
     if (q < text.size() && text[q] == '{') return q;
   }
   return std::string::npos;
@@ -455,7 +418,7 @@ void append_columns(CocoDetections& to, const CocoDetections& from) {
 // a candidate element boundary. Returns false (and leaves `dets` as it was) when a boundary
 // proves false or any chunk fails; the caller then parses sequentially, which also gives
 // errors their exact result index.
-bool read_results_parallel(const std::string& text, const std::string& source, size_t begin,
+bool read_results_parallel(JsonInput text, const std::string& source, size_t begin,
                            const ResultsLayout& layout, int threads, CocoDetections& dets) {
   constexpr size_t kMinChunk = size_t{2} << 20;
   const size_t remaining = text.size() - begin;
@@ -501,8 +464,8 @@ bool read_results_parallel(const std::string& text, const std::string& source, s
 
 }  // namespace
 
-CocoDetections parse_results_json(const std::string& text, const std::string& source,
-                                  IouType iou_type, int threads) {
+CocoDetections parse_results_json(JsonInput text, const std::string& source, IouType iou_type,
+                                  int threads) {
   JsonCursor cursor(text, source);
   CocoDetections dets;
   dets.source = source;
@@ -535,7 +498,7 @@ CocoDetections parse_results_json(const std::string& text, const std::string& so
 }
 
 CocoDetections load_results_json(const std::string& path, IouType iou_type, int threads) {
-  return parse_results_json(read_json_file(path), path, iou_type, threads);
+  return parse_results_json(JsonFile(path), path, iou_type, threads);
 }
 
 namespace {

@@ -3,11 +3,17 @@
 // to std::from_chars, which libstdc++ 12 implements with correct rounding.
 #include "eval/coco_json_cursor.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "common/errors.h"
 
@@ -47,13 +53,53 @@ void append_utf8(std::string& out, uint32_t cp) {
 
 }  // namespace
 
-JsonCursor::JsonCursor(const std::string& text, std::string source)
-    : base_(text.c_str()),
-      pos_(text.c_str()),
-      end_(text.c_str() + text.size()),
+JsonFile::JsonFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError("cannot read " + path + ": " + std::strerror(errno));
+  struct stat info {};
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0 && page > 0 &&
+      info.st_size % page != 0) {
+    const size_t size = static_cast<size_t>(info.st_size);
+    void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    if (mapping != MAP_FAILED) {
+      ::close(fd);
+      mapping_ = mapping;
+      mapping_size_ = size;
+      data_ = static_cast<const char*>(mapping);
+      size_ = size;
+      return;
+    }
+  }
+  // Page-aligned sizes, pipes and special files: read until EOF.
+  char chunk[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw IoError("cannot read " + path + ": " + std::strerror(err));
+    }
+    if (n == 0) break;
+    buffer_.append(chunk, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  data_ = buffer_.c_str();
+  size_ = buffer_.size();
+}
+
+JsonFile::~JsonFile() {
+  if (mapping_) ::munmap(mapping_, mapping_size_);
+}
+
+JsonCursor::JsonCursor(JsonInput text, std::string source)
+    : base_(text.data()),
+      pos_(text.data()),
+      end_(text.data() + text.size()),
       source_(std::move(source)) {}
 
-JsonCursor::JsonCursor(const std::string& text, std::string source, size_t begin)
+JsonCursor::JsonCursor(JsonInput text, std::string source, size_t begin)
     : JsonCursor(text, std::move(source)) {
   pos_ = base_ + std::min(begin, text.size());
 }

@@ -6,17 +6,53 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
 namespace detrain::eval {
 
+// Bytes followed by a NUL, which the tokenizer reads as its end sentinel instead of checking
+// bounds in every loop: a std::string, a C string, or a JsonFile.
+class JsonInput {
+ public:
+  JsonInput(const std::string& text) : data_(text.c_str()), size_(text.size()) {}  // NOLINT
+  JsonInput(const char* text) : data_(text), size_(std::strlen(text)) {}           // NOLINT
+  JsonInput(const char* nul_terminated, size_t size) : data_(nul_terminated), size_(size) {}
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  const char* data_;
+  size_t size_;
+};
+
+// A whole file as a JsonInput: mapped read-only and pre-faulted (no copy, no zero fill) when the
+// byte after its end falls inside its last page (the kernel zero-fills that tail), read into a
+// buffer otherwise. Throws IoError naming the path.
+class JsonFile {
+ public:
+  explicit JsonFile(const std::string& path);
+  ~JsonFile();
+  JsonFile(const JsonFile&) = delete;
+  JsonFile& operator=(const JsonFile&) = delete;
+  operator JsonInput() const { return {data_, size_}; }  // NOLINT
+  size_t size() const { return size_; }
+
+ private:
+  void* mapping_ = nullptr;
+  size_t mapping_size_ = 0;
+  std::string buffer_;
+  const char* data_ = "";
+  size_t size_ = 0;
+};
+
 class JsonCursor {
  public:
-  // `text` must stay alive and be NUL-terminated at text[size] (std::string guarantees it).
-  JsonCursor(const std::string& text, std::string source);
+  // `text` must outlive the cursor.
+  JsonCursor(JsonInput text, std::string source);
   // Starts at byte `begin` of `text` (a value's first byte); offsets stay relative to `text`.
-  JsonCursor(const std::string& text, std::string source, size_t begin);
+  JsonCursor(JsonInput text, std::string source, size_t begin);
 
   // Skips whitespace and returns the next character ('\0' at the end of input).
   char peek() {

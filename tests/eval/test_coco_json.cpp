@@ -322,3 +322,22 @@ TEST_CASE("coco results json parses large files in parallel chunks", "[unit][eva
             parse_results_json(bad, "r.json", IouType::kBbox, threads);
           }).find("result 45123: 'bbox' has 2 values") != std::string::npos);
 }
+
+TEST_CASE("coco json files load whether or not their size is page aligned", "[unit][eval]") {
+  detrain::test::TempDir dir("detrain-json-file");
+  const std::string results =
+      R"([{"image_id": 1, "category_id": 2, "bbox": [1, 2, 3, 4], "score": 0.5}])";
+  for (size_t size : {results.size(), size_t{4096}, size_t{8192}, size_t{8193}}) {
+    // Trailing whitespace pads the file to `size` bytes; 4096 and 8192 take the read() path
+    // (no byte after the end inside the mapping), the others are mapped.
+    const std::string path = dir.file("r" + std::to_string(size) + ".json");
+    detrain::test::write_text(path, results + std::string(size - results.size(), ' '));
+    const auto d = detrain::eval::load_results_json(path, IouType::kBbox);
+    REQUIRE(d.size() == 1);
+    CHECK(d.area[0] == 12);
+  }
+  detrain::test::write_text(dir.file("truncated.json"), results.substr(0, 40));
+  CHECK(error_of([&] {
+          detrain::eval::load_results_json(dir.file("truncated.json"), IouType::kBbox);
+        }).find("truncated.json: malformed JSON at byte 40") != std::string::npos);
+}
