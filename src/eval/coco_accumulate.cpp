@@ -203,7 +203,11 @@ void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells,
   const size_t pair = 2 * static_cast<size_t>(words);
   s.sorted_bits.resize(A * n * pair);
   s.sorted_score.resize(n);
+  constexpr size_t kPrefetchAhead = 16;  // the reads are random: keep several misses in flight
   for (size_t i = 0; i < n; ++i) {
+    if (i + kPrefetchAhead < n)
+      __builtin_prefetch(in.outcome +
+                         outcome_offset(s.entries[i + kPrefetchAhead].slot, 0, A, words));
     const auto& e = s.entries[i];
     s.sorted_score[i] = e.score;
     const OutcomeWord* bits = in.outcome + outcome_offset(e.slot, 0, A, words);

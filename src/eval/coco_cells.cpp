@@ -264,7 +264,15 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
   table.dt_area.resize(m);
   std::vector<uint64_t> dt_cell_key(m);  // (cell category, image) per detection, for the merge
   parallel_chunks(m, kBlock, threads, [&](int, size_t begin, size_t end) {
+    constexpr size_t kPrefetchAhead = 16;  // random reads: keep several misses in flight
     for (size_t j = begin; j < end; ++j) {
+      if (j + kPrefetchAhead < end) {
+        const size_t ahead =
+            static_cast<size_t>(kept[static_cast<size_t>(order[j + kPrefetchAhead])]);
+        __builtin_prefetch(&dets.bbox[ahead]);
+        __builtin_prefetch(&dets.score[ahead]);
+        __builtin_prefetch(&det_image[ahead]);
+      }
       const size_t i = static_cast<size_t>(kept[static_cast<size_t>(order[j])]);
       table.dt_index[j] = static_cast<int32_t>(i);
       table.dt_score[j] = dets.score[i];
