@@ -1,5 +1,7 @@
 // Synthetic COCO cases; see coco_synth.h. Every image draws from its own seeded stream, so the
-// output does not depend on generation order.
+// output does not depend on generation order. The maths uses only +, -, *, / and sqrt (exactly
+// rounded by IEEE 754), never libm's exp/log/pow/cos, whose last bits vary between libm builds
+// and CPU paths: the parity tests' inputs are the same bytes on every machine.
 #include "eval/coco_synth.h"
 
 #include <algorithm>
@@ -23,17 +25,45 @@ std::vector<int64_t> category_ids(int count) {
   return ids;
 }
 
-// Category index with COCO-like frequencies: a quarter persons, the rest Zipf-like.
+// Category index with COCO-like frequencies: a quarter persons, the rest skewed to low indices.
 int draw_category(Rng& rng, int count) {
   if (count <= 1 || rng.bernoulli(0.25)) return 0;
   const double u = rng.uniform();
-  const int k = 1 + static_cast<int>(std::pow(u, 1.7) * (count - 1));
+  const int k = 1 + static_cast<int>(u * u * (count - 1));
   return std::min(k, count - 1);
+}
+
+// Approximately standard normal (Irwin-Hall: four uniforms, rescaled to unit variance).
+double gaussian(Rng& rng) {
+  const double sum = rng.uniform() + rng.uniform() + rng.uniform() + rng.uniform();
+  return (sum - 2.0) * 1.7320508075688772;
+}
+
+// Size in [lo, hi] skewed towards lo: ~40% small, ~21% medium, ~39% large for [6, 400] px.
+double skewed_size(Rng& rng, double lo, double hi) {
+  const double u = rng.uniform();
+  return lo + (hi - lo) * u * u * u;
+}
+
+// Width/height ratio in [0.43, 2.33], 1 at the centre.
+double aspect_ratio(Rng& rng) {
+  const double t = rng.uniform(-1.0, 1.0);
+  return (1 + 0.4 * t) / (1 - 0.4 * t);
+}
+
+// A count with a geometric tail and the given mean (>= `least`).
+int geometric_count(Rng& rng, int least, double mean, int cap) {
+  const double extra = std::max(mean - least, 0.0);
+  const double p = extra / (1 + extra);
+  int count = least;
+  while (count < cap && rng.bernoulli(p)) ++count;
+  return count;
 }
 
 double round_to(double value, int decimals) {
   if (decimals <= 0) return value;
-  const double scale = std::pow(10.0, decimals);
+  double scale = 1;
+  for (int d = 0; d < decimals; ++d) scale *= 10;  // exact powers of ten up to 1e22
   return std::round(value * scale) / scale;
 }
 
@@ -61,19 +91,17 @@ CocoGroundTruth synth_ground_truth(const SynthGtOptions& o) {
     gt.add_image(image_id);
     const bool portrait = rng.bernoulli(0.25);
     const double width = portrait ? 480 : 640, height = portrait ? 640 : 480;
-    // 1 + exponential: most images hold a few objects, some many (COCO's long tail).
-    const double extra = -std::log(1 - rng.uniform()) * std::max(o.objects_per_image - 1, 0.0);
-    const int count = std::min(1 + static_cast<int>(extra), 80);
+    // Most images hold a few objects, some many (COCO's long tail).
+    const int count = geometric_count(rng, 1, o.objects_per_image, 80);
     for (int j = 0; j < count; ++j) {
       GtAnnotation a;
       a.id = next_id++;
       a.image_id = image_id;
       a.category_id = cats[static_cast<size_t>(draw_category(rng, static_cast<int>(cats.size())))];
       a.iscrowd = rng.bernoulli(o.crowd_fraction);
-      // sqrt(area) log-uniform in [6, 400] px: ~40% small, ~26% medium, ~34% large.
-      double side = 6 * std::exp(rng.uniform() * std::log(400.0 / 6));
+      double side = skewed_size(rng, 6, 400);  // sqrt of the box area, px
       if (a.iscrowd) side = std::max(side, 120.0);
-      const double aspect = std::exp(0.5 * rng.normal());
+      const double aspect = aspect_ratio(rng);
       const double w = std::min(side * std::sqrt(aspect), width);
       const double h = std::min(side / std::sqrt(aspect), height);
       const double x = rng.uniform() * (width - w), y = rng.uniform() * (height - h);
@@ -140,8 +168,9 @@ CocoDetections synth_detections(const CocoGroundTruth& gt, const SynthDetOptions
     const auto add_hit = [&](size_t a, double quality) {
       const BoxXywh& g = gt.ann_bbox[a];
       const double jitter = 0.04 + 0.2 * (1 - quality);
-      BoxXywh box{g.x + g.w * jitter * rng.normal(), g.y + g.h * jitter * rng.normal(),
-                  g.w * std::exp(jitter * rng.normal()), g.h * std::exp(jitter * rng.normal())};
+      const auto scale = [&] { return std::clamp(1 + jitter * gaussian(rng), 0.3, 3.0); };
+      BoxXywh box{g.x + g.w * jitter * gaussian(rng), g.y + g.h * jitter * gaussian(rng),
+                  g.w * scale(), g.h * scale()};
       box = round_box(box, o.box_decimals);
       int64_t category = gt.ann_category_id[a];
       if (rng.bernoulli(o.wrong_class_rate))
@@ -156,8 +185,8 @@ CocoDetections synth_detections(const CocoGroundTruth& gt, const SynthDetOptions
           const double* gk = &gt.ann_keypoints[a * k3 + 3 * static_cast<size_t>(k)];
           if (gk[2] <= 0) continue;
           const double sigma = sigmas[static_cast<size_t>(k) % sigmas.size()];
-          kps[3 * k] = round_to(gk[0] + scale * sigma * rng.normal(), 2);
-          kps[3 * k + 1] = round_to(gk[1] + scale * sigma * rng.normal(), 2);
+          kps[3 * k] = round_to(gk[0] + scale * sigma * gaussian(rng), 2);
+          kps[3 * k + 1] = round_to(gk[1] + scale * sigma * gaussian(rng), 2);
         }
       }
       drafts.push_back({category, box, score, std::move(kps)});
@@ -169,8 +198,8 @@ CocoDetections synth_detections(const CocoGroundTruth& gt, const SynthDetOptions
       if (rng.bernoulli(o.duplicate_rate)) add_hit(a, quality * 0.6);
     }
     const auto add_false_positive = [&] {
-      const double side = 8 * std::exp(rng.uniform() * std::log(300.0 / 8));
-      const double aspect = std::exp(0.5 * rng.normal());
+      const double side = skewed_size(rng, 8, 300);
+      const double aspect = aspect_ratio(rng);
       const double w = std::min(side * std::sqrt(aspect), extent.width);
       const double h = std::min(side / std::sqrt(aspect), extent.height);
       BoxXywh box{rng.uniform() * (extent.width - w), rng.uniform() * (extent.height - h), w, h};
@@ -189,7 +218,7 @@ CocoDetections synth_detections(const CocoGroundTruth& gt, const SynthDetOptions
         drafts.resize(static_cast<size_t>(o.dets_per_image));
       }
     } else {
-      const int fps = static_cast<int>(-std::log(1 - rng.uniform()) * o.false_positives_per_image);
+      const int fps = geometric_count(rng, 0, o.false_positives_per_image, 1000);
       for (int f = 0; f < fps; ++f) add_false_positive();
     }
     // Results files are not sorted by score: shuffle (Fisher-Yates on this image's stream).

@@ -1,7 +1,8 @@
 // Deterministic synthetic COCO cases for the evaluator's bench and tests: a ground truth shaped
 // like COCO val (sizes across small/medium/large, ~1% crowd, person-heavy categories) and
 // detections generated from any ground truth (jittered hits, duplicates, wrong classes, false
-// positives, optional keypoints). Same options + seed give the same bytes on every machine.
+// positives, optional keypoints). Same options + seed give the same bytes on every machine (no
+// libm transcendental functions are used).
 #pragma once
 
 #include <cstdint>
