@@ -10,6 +10,7 @@ Command add_bench_command(CLI::App& root) {
   std::vector<Command> kinds;
   // Registered kinds (one line each):
   kinds.push_back(add_bench_model(*app));
+  kinds.push_back(add_bench_eval(*app));
 
   return {app, [kinds]() {
             for (const auto& kind : kinds)

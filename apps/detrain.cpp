@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
   commands.push_back(cli::add_config_command(app));
   commands.push_back(cli::add_model_command(app));
   commands.push_back(cli::add_bench_command(app));
+  commands.push_back(cli::add_eval_command(app));
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,322 @@
+// Cell grouping for the evaluator; see coco_cells.h. Orders reproduce pycocotools' _prepare():
+// getAnnIds walks image ids ascending and each image's annotations in file order, loadAnns maps
+// every id to the last annotation carrying it, and useCats=0 pools categories ascending.
+#include "eval/coco_cells.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "common/errors.h"
+#include "eval/coco_parallel.h"
+
+namespace detrain::eval {
+
+IdLookup::IdLookup(const std::vector<int64_t>& keys) : size_(0) {
+  size_t capacity = 16;
+  while (capacity < keys.size() * 2) capacity *= 2;
+  keys_.assign(capacity, 0);
+  values_.assign(capacity, -1);
+  mask_ = capacity - 1;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    for (uint64_t slot = hash(keys[i]) & mask_;; slot = (slot + 1) & mask_) {
+      if (values_[slot] < 0) {
+        keys_[slot] = keys[i];
+        values_[slot] = static_cast<int32_t>(i);
+        ++size_;
+        break;
+      }
+      if (keys_[slot] == keys[i]) {
+        values_[slot] = static_cast<int32_t>(i);
+        break;
+      }
+    }
+  }
+}
+
+namespace {
+
+std::vector<int64_t> sorted_unique(std::vector<int64_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+// Stable counting sort: positions of `order`'s items grouped by key (in [0, buckets)), their
+// order kept inside a bucket.
+template <class KeyOf>
+std::vector<int32_t> stable_bucket(const std::vector<int32_t>& order, size_t buckets,
+                                   KeyOf key_of) {
+  std::vector<int32_t> begin(buckets + 1, 0);
+  for (int32_t item : order) ++begin[static_cast<size_t>(key_of(item)) + 1];
+  for (size_t b = 0; b < buckets; ++b) begin[b + 1] += begin[b];
+  std::vector<int32_t> sorted(order.size());
+  for (int32_t item : order)
+    sorted[static_cast<size_t>(begin[static_cast<size_t>(key_of(item))]++)] = item;
+  return sorted;
+}
+
+// Entries sorted by (cell category, image, pooled category) with their given order kept inside
+// (least significant key first). `cell_category` is the category index, or 0 for every entry
+// when categories are pooled (use_cats off: a cell is an image, categories ascending inside).
+template <class ImageOf, class CategoryOf>
+std::vector<int32_t> cell_order(size_t n, size_t num_images, size_t num_categories, bool pooled,
+                                ImageOf image_of, CategoryOf category_of) {
+  std::vector<int32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  if (pooled) order = stable_bucket(order, num_categories, category_of);
+  order = stable_bucket(order, num_images, image_of);
+  if (!pooled) order = stable_bucket(order, num_categories, category_of);
+  return order;
+}
+
+void require_fields(const CocoGroundTruth& gt, size_t ann, IouType type) {
+  const uint8_t fields = gt.ann_fields[ann];
+  const char* missing = nullptr;
+  if (!(fields & kGtBbox))
+    missing = "bbox";
+  else if (!(fields & kGtArea))
+    missing = "area";
+  else if (!(fields & kGtIscrowd))
+    missing = "iscrowd";
+  else if (type == IouType::kKeypoints && !(fields & kGtNumKeypoints))
+    missing = "num_keypoints";
+  else if (type == IouType::kKeypoints && !(fields & kGtKeypoints))
+    missing = "keypoints";
+  if (missing)
+    throw DataError(gt.source + ": annotation id " + std::to_string(gt.ann_id[ann]) + " has no '" +
+                    missing + "' (required on every evaluated annotation: bbox, area, iscrowd" +
+                    (type == IouType::kKeypoints ? ", keypoints, num_keypoints)" : ")"));
+}
+
+}  // namespace
+
+GtIndex build_gt_index(const CocoGroundTruth& gt, const CocoParams& params) {
+  GtIndex index;
+  const std::vector<int64_t> all_images = sorted_unique(gt.image_ids);
+  index.all_images = IdLookup(all_images);
+  index.image_ids = params.image_ids.empty() ? all_images : sorted_unique(params.image_ids);
+  index.eval_images = IdLookup(index.image_ids);
+
+  std::vector<int64_t> gt_category_ids;
+  for (const auto& c : gt.categories) gt_category_ids.push_back(c.id);
+  index.gt_categories = IdLookup(sorted_unique(gt_category_ids));
+  index.images_are_all = params.image_ids.empty();
+  index.categories_are_all = params.category_ids.empty();
+  const std::vector<int64_t>& listed =
+      params.category_ids.empty() ? gt_category_ids : params.category_ids;
+  index.category_ids = sorted_unique(listed);
+  if (!params.use_cats && index.category_ids.size() != listed.size())
+    throw DataError(gt.source +
+                    ": the category list repeats an id; with use_cats off pycocotools would pool "
+                    "that category twice, which detrain refuses (remove the duplicate)");
+  index.eval_categories = IdLookup(index.category_ids);
+
+  const size_t n = gt.num_annotations();
+  // pycocotools' loadAnns maps an id to the last annotation holding it.
+  std::vector<int32_t> resolved(n);
+  std::iota(resolved.begin(), resolved.end(), 0);
+  const IdLookup by_id(gt.ann_id);
+  if (by_id.size() != n)
+    for (size_t j = 0; j < n; ++j) resolved[j] = by_id.find(gt.ann_id[j]);
+
+  // Annotations by their own image, in file order (getAnnIds' imgToAnns walk).
+  const size_t num_images = index.image_ids.size();
+  const size_t num_categories = index.category_ids.size();
+  std::vector<int32_t> image_of(n);
+  std::vector<int32_t> walk;
+  for (size_t j = 0; j < n; ++j) {
+    image_of[j] = index.eval_images.find(gt.ann_image_id[j]);
+    if (image_of[j] >= 0) walk.push_back(static_cast<int32_t>(j));
+  }
+  walk =
+      stable_bucket(walk, num_images, [&](int32_t j) { return image_of[static_cast<size_t>(j)]; });
+
+  struct Entry {
+    int32_t image, category, annotation;
+  };
+  std::vector<Entry> entries;
+  entries.reserve(walk.size());
+  for (const int32_t j : walk) {
+    if (params.use_cats &&
+        index.eval_categories.find(gt.ann_category_id[static_cast<size_t>(j)]) < 0)
+      continue;
+    const size_t r = static_cast<size_t>(resolved[static_cast<size_t>(j)]);
+    const int32_t image = index.eval_images.find(gt.ann_image_id[r]);
+    const int32_t category = index.eval_categories.find(gt.ann_category_id[r]);
+    if (image < 0 || category < 0) continue;  // lands in a cell that is never evaluated
+    require_fields(gt, r, params.iou_type);
+    entries.push_back({image, category, static_cast<int32_t>(r)});
+  }
+
+  const bool pooled = !params.use_cats;
+  const std::vector<int32_t> order = cell_order(
+      entries.size(), num_images, num_categories, pooled,
+      [&](int32_t e) { return entries[static_cast<size_t>(e)].image; },
+      [&](int32_t e) { return entries[static_cast<size_t>(e)].category; });
+  const size_t num_entries = entries.size();
+  index.entry_image.resize(num_entries);
+  index.entry_cell_category.resize(num_entries);
+  index.entry_annotation.resize(num_entries);
+  index.box.resize(num_entries);
+  index.area.resize(num_entries);
+  index.crowd.resize(num_entries);
+  index.ignore.resize(num_entries);
+  index.id_is_zero.resize(num_entries);
+  for (size_t e = 0; e < num_entries; ++e) {
+    const Entry& entry = entries[static_cast<size_t>(order[e])];
+    const size_t a = static_cast<size_t>(entry.annotation);
+    index.entry_image[e] = entry.image;
+    index.entry_cell_category[e] = pooled ? 0 : entry.category;
+    index.entry_annotation[e] = entry.annotation;
+    index.box[e] = gt.ann_bbox[a];
+    index.area[e] = gt.ann_area[a];
+    index.crowd[e] = gt.ann_iscrowd[a];
+    index.ignore[e] = gt.ann_iscrowd[a] ||
+                      (params.iou_type == IouType::kKeypoints && gt.ann_num_keypoints[a] == 0);
+    index.id_is_zero[e] = gt.ann_id[a] == 0;
+  }
+  return index;
+}
+
+CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const CocoParams& params,
+                      int threads, CocoEvalCounts& counts) {
+  const size_t n = dets.size();
+  const size_t num_images = index.image_ids.size();
+  std::vector<int32_t> det_image(n), det_category(n);
+  // Lookups in parallel blocks; per-block findings are combined in block order so errors and
+  // counts do not depend on the thread count.
+  constexpr size_t kBlock = 1 << 15;
+  const size_t blocks = (n + kBlock - 1) / kBlock;
+  struct BlockFindings {
+    size_t bad_image = SIZE_MAX, nan_value = SIZE_MAX, unknown = 0, first_unknown = SIZE_MAX;
+    size_t in_cells = 0;
+  };
+  std::vector<BlockFindings> findings(blocks);
+  parallel_chunks(n, kBlock, threads, [&](int, size_t begin, size_t end) {
+    BlockFindings& f = findings[begin / kBlock];
+    for (size_t i = begin; i < end; ++i) {
+      det_image[i] = -1;
+      const int32_t gt_image = index.all_images.find(dets.image_id[i]);
+      if (gt_image < 0) {
+        f.bad_image = std::min(f.bad_image, i);
+        continue;
+      }
+      const BoxXywh& b = dets.bbox[i];
+      if (std::isnan(dets.score[i]) || std::isnan(b.x) || std::isnan(b.y) || std::isnan(b.w) ||
+          std::isnan(b.h)) {
+        f.nan_value = std::min(f.nan_value, i);
+        continue;
+      }
+      const int32_t image =
+          index.images_are_all ? gt_image : index.eval_images.find(dets.image_id[i]);
+      if (image < 0) continue;
+      const int32_t gt_category = index.gt_categories.find(dets.category_id[i]);
+      if (gt_category < 0) {
+        if (f.unknown++ == 0) f.first_unknown = i;
+        continue;
+      }
+      const int32_t category =
+          index.categories_are_all ? gt_category : index.eval_categories.find(dets.category_id[i]);
+      if (category < 0) continue;
+      det_image[i] = image;
+      det_category[i] = category;
+      ++f.in_cells;
+    }
+  });
+  size_t in_cells = 0, bad_image = SIZE_MAX, nan_value = SIZE_MAX;
+  for (const BlockFindings& f : findings) {
+    bad_image = std::min(bad_image, f.bad_image);
+    nan_value = std::min(nan_value, f.nan_value);
+    if (f.unknown > 0 && counts.dropped_unknown_category == 0)
+      counts.first_unknown_category = dets.category_id[f.first_unknown];
+    counts.dropped_unknown_category += f.unknown;
+    in_cells += f.in_cells;
+  }
+  if (bad_image != SIZE_MAX)  // checked first, like loadRes' assertion
+    throw DataError(dets.source + ": result " + std::to_string(bad_image) + " has image_id " +
+                    std::to_string(dets.image_id[bad_image]) +
+                    ", which is not an image of the ground truth (pycocotools: 'Results do not "
+                    "correspond to current coco set'); evaluate against the matching GT file");
+  if (nan_value != SIZE_MAX)
+    throw DataError(dets.source + ": result " + std::to_string(nan_value) +
+                    " has a NaN score or box");
+  counts.detections = n;
+  counts.detections_in_cells = in_cells;
+
+  const bool pooled = !params.use_cats;
+  const size_t num_categories = index.category_ids.size();
+  std::vector<int32_t> kept;
+  kept.reserve(in_cells);
+  for (size_t i = 0; i < n; ++i)
+    if (det_image[i] >= 0) kept.push_back(static_cast<int32_t>(i));
+  const std::vector<int32_t> order = cell_order(
+      kept.size(), num_images, num_categories, pooled,
+      [&](int32_t k) { return det_image[static_cast<size_t>(kept[static_cast<size_t>(k)])]; },
+      [&](int32_t k) { return det_category[static_cast<size_t>(kept[static_cast<size_t>(k)])]; });
+
+  // Detection fields gathered into cell order, so the cell phase reads contiguous memory.
+  CellTable table;
+  const size_t m = kept.size();
+  table.dt_index.resize(m);
+  table.dt_score.resize(m);
+  table.dt_box.resize(m);
+  table.dt_area.resize(m);
+  std::vector<uint64_t> dt_cell_key(m);  // (cell category, image) per detection, for the merge
+  parallel_chunks(m, kBlock, threads, [&](int, size_t begin, size_t end) {
+    constexpr size_t kPrefetchAhead = 16;  // random reads: keep several misses in flight
+    for (size_t j = begin; j < end; ++j) {
+      if (j + kPrefetchAhead < end) {
+        const size_t ahead =
+            static_cast<size_t>(kept[static_cast<size_t>(order[j + kPrefetchAhead])]);
+        __builtin_prefetch(&dets.bbox[ahead]);
+        __builtin_prefetch(&dets.score[ahead]);
+        __builtin_prefetch(&det_image[ahead]);
+      }
+      const size_t i = static_cast<size_t>(kept[static_cast<size_t>(order[j])]);
+      table.dt_index[j] = static_cast<int32_t>(i);
+      table.dt_score[j] = dets.score[i];
+      table.dt_box[j] = dets.bbox[i];
+      table.dt_area[j] = dets.area[i];
+      dt_cell_key[j] = (static_cast<uint64_t>(pooled ? 0 : det_category[i]) << 32) |
+                       static_cast<uint32_t>(det_image[i]);
+    }
+  });
+
+  // Cells: runs of equal (cell category, image) in the GT entries and the detections, merged.
+  const auto gt_key = [&](size_t e) {
+    return (static_cast<uint64_t>(index.entry_cell_category[e]) << 32) |
+           static_cast<uint32_t>(index.entry_image[e]);
+  };
+  const auto dt_key = [&](size_t j) { return dt_cell_key[j]; };
+  const size_t num_gt = index.entry_image.size();
+  const int64_t max_det = params.max_dets.empty() ? 0 : params.max_dets.back();
+  table.category_begin.assign((pooled ? 1 : num_categories) + 1, 0);
+  size_t g = 0, d = 0;
+  int64_t slot = 0;
+  while (g < num_gt || d < m) {
+    const uint64_t key =
+        std::min(g < num_gt ? gt_key(g) : UINT64_MAX, d < m ? dt_key(d) : UINT64_MAX);
+    Cell cell;
+    cell.image = static_cast<int32_t>(key & 0xffffffffu);
+    cell.category = static_cast<int32_t>(key >> 32);
+    cell.gt_begin = static_cast<int32_t>(g);
+    while (g < num_gt && gt_key(g) == key) ++g;
+    cell.gt_end = static_cast<int32_t>(g);
+    cell.dt_begin = static_cast<int64_t>(d);
+    while (d < m && dt_key(d) == key) ++d;
+    cell.dt_end = static_cast<int64_t>(d);
+    cell.slot_begin = slot;
+    cell.num_slots = static_cast<int32_t>(std::min<int64_t>(cell.dt_end - cell.dt_begin, max_det));
+    slot += cell.num_slots;
+    ++table.category_begin[static_cast<size_t>(cell.category) + 1];
+    table.cells.push_back(cell);
+  }
+  for (size_t k = 0; k + 1 < table.category_begin.size(); ++k)
+    table.category_begin[k + 1] += table.category_begin[k];
+  table.num_slots = slot;
+  counts.cells = table.cells.size();
+  return table;
+}
+
+}  // namespace detrain::eval

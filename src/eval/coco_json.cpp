@@ -1,0 +1,641 @@
+// COCO ground-truth and results JSON, parsed in one pass into columns; see coco_json.h.
+// Deliberate differences from pycocotools: `iscrowd` must be 0/1/true/false, ids must be
+// integral, a keypoint evaluation needs keypoints on every result (pycocotools only fails when
+// such a result meets a GT), and NaN/Infinity literals are refused.
+#include "eval/coco_json.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include "common/errors.h"
+#include "eval/coco_json_cursor.h"
+#include "eval/coco_parallel.h"
+
+namespace detrain::eval {
+
+namespace {
+
+// Names a record in error messages; the text is built only when something fails.
+struct Where {
+  const char* list;  // "images", "categories", "annotations" or "result"
+  size_t index;
+  std::string record() const {
+    return std::string(list) + (list[0] == 'r' ? " " : "[") + std::to_string(index) +
+           (list[0] == 'r' ? "" : "]");
+  }
+  std::string field(const char* name) const { return record() + " '" + name + "'"; }
+};
+
+bool number_next(JsonCursor& cursor) {
+  const char c = cursor.peek();
+  return c == '-' || (c >= '0' && c <= '9');
+}
+
+double read_number(JsonCursor& cursor, const Where& where, const char* field) {
+  if (!number_next(cursor)) cursor.fail_type(where.field(field) + " must be a number");
+  return cursor.number();
+}
+
+int64_t read_id(JsonCursor& cursor, const Where& where, const char* field) {
+  if (!number_next(cursor)) cursor.fail_type(where.field(field) + " must be an integer");
+  return cursor.integer(field);
+}
+
+// Reads an array of numbers into `out` (cleared first).
+void read_numbers(JsonCursor& cursor, const Where& where, const char* field,
+                  std::vector<double>& out) {
+  out.clear();
+  if (cursor.peek() != '[') cursor.fail_type(where.field(field) + " must be an array of numbers");
+  cursor.array([&] { out.push_back(read_number(cursor, where, field)); });
+}
+
+// Reads [x, y, w, h]; returns how many values the array held (only 4 is valid).
+size_t read_box(JsonCursor& cursor, const Where& where, BoxXywh& box) {
+  if (cursor.peek() != '[')
+    cursor.fail_type(where.field("bbox") + " must be an array [x, y, w, h]");
+  double v[4] = {0, 0, 0, 0};
+  size_t count = 0;
+  cursor.array([&] {
+    const double value = read_number(cursor, where, "bbox");
+    if (count < 4) v[count] = value;
+    ++count;
+  });
+  box = {v[0], v[1], v[2], v[3]};
+  return count;
+}
+
+void parse_images(JsonCursor& cursor, CocoGroundTruth& gt) {
+  if (cursor.peek() != '[') cursor.fail_type("'images' must be an array");
+  Where where{"images", 0};
+  cursor.array([&] {
+    const size_t at = cursor.offset();
+    if (cursor.peek() != '{') cursor.fail_type(where.record() + " must be an object");
+    bool has_id = false;
+    int64_t id = 0;
+    cursor.object([&](std::string_view key) {
+      if (key == "id") {
+        id = read_id(cursor, where, "id");
+        has_id = true;
+      } else {
+        cursor.skip_value();
+      }
+    });
+    if (!has_id) cursor.fail_content(where.record() + " has no 'id'", at);
+    gt.image_ids.push_back(id);
+    ++where.index;
+  });
+}
+
+void parse_categories(JsonCursor& cursor, CocoGroundTruth& gt) {
+  if (cursor.peek() != '[') cursor.fail_type("'categories' must be an array");
+  Where where{"categories", 0};
+  cursor.array([&] {
+    const size_t at = cursor.offset();
+    if (cursor.peek() != '{') cursor.fail_type(where.record() + " must be an object");
+    CocoCategory category;
+    bool has_id = false;
+    cursor.object([&](std::string_view key) {
+      if (key == "id") {
+        category.id = read_id(cursor, where, "id");
+        has_id = true;
+      } else if (key == "name" && cursor.peek() == '"') {
+        category.name = std::string(cursor.string());
+      } else {
+        cursor.skip_value();
+      }
+    });
+    if (!has_id) cursor.fail_content(where.record() + " has no 'id'", at);
+    gt.categories.push_back(std::move(category));
+    ++where.index;
+  });
+}
+
+void parse_annotations(JsonCursor& cursor, CocoGroundTruth& gt) {
+  if (cursor.peek() != '[') cursor.fail_type("'annotations' must be an array");
+  Where where{"annotations", 0};
+  GtAnnotation a;
+  cursor.array([&] {
+    const size_t at = cursor.offset();
+    if (cursor.peek() != '{') cursor.fail_type(where.record() + " must be an object");
+    a.id = a.image_id = a.category_id = 0;
+    a.bbox = {};
+    a.area = 0;
+    a.iscrowd = false;
+    a.num_keypoints = 0;
+    a.keypoints.clear();
+    uint8_t fields = 0;
+    bool has_id = false, has_image = false, has_category = false;
+    size_t box_values = 4;
+    size_t box_at = 0;
+    cursor.object([&](std::string_view key) {
+      if (key == "id") {
+        a.id = read_id(cursor, where, "id");
+        has_id = true;
+      } else if (key == "image_id") {
+        a.image_id = read_id(cursor, where, "image_id");
+        has_image = true;
+      } else if (key == "category_id") {
+        a.category_id = read_id(cursor, where, "category_id");
+        has_category = true;
+      } else if (key == "bbox") {
+        box_at = cursor.offset();
+        box_values = read_box(cursor, where, a.bbox);
+        fields |= kGtBbox;
+      } else if (key == "area") {
+        a.area = read_number(cursor, where, "area");
+        fields |= kGtArea;
+      } else if (key == "iscrowd") {
+        const size_t crowd_at = cursor.offset();
+        const char c = cursor.peek();
+        const double crowd = c == 't' || c == 'f' ? (cursor.boolean() ? 1 : 0)
+                                                  : read_number(cursor, where, "iscrowd");
+        if (crowd != 0 && crowd != 1)
+          cursor.fail_content(where.field("iscrowd") + " must be 0 or 1", crowd_at);
+        a.iscrowd = crowd == 1;
+        fields |= kGtIscrowd;
+      } else if (key == "num_keypoints") {
+        // Only `== 0` matters to pycocotools; any other value (even 0.5) means "has keypoints".
+        const double n = read_number(cursor, where, "num_keypoints");
+        a.num_keypoints = n == 0 ? 0 : std::max(1, static_cast<int>(std::clamp(n, -1e9, 1e9)));
+        fields |= kGtNumKeypoints;
+      } else if (key == "keypoints") {
+        read_numbers(cursor, where, "keypoints", a.keypoints);
+        fields |= kGtKeypoints;
+      } else {
+        cursor.skip_value();
+      }
+    });
+    if (!has_id) cursor.fail_content(where.record() + " has no 'id'", at);
+    if (!has_image)
+      cursor.fail_content(where.record() + " (id " + std::to_string(a.id) + ") has no 'image_id'",
+                          at);
+    if (!has_category)
+      cursor.fail_content(
+          where.record() + " (id " + std::to_string(a.id) + ") has no 'category_id'", at);
+    if ((fields & kGtBbox) && box_values != 4)
+      cursor.fail_content("annotation id " + std::to_string(a.id) + ": 'bbox' has " +
+                              std::to_string(box_values) + " values, expected [x, y, w, h]",
+                          box_at);
+    gt.add_annotation(a);
+    gt.ann_fields.back() = fields;
+    ++where.index;
+  });
+}
+
+}  // namespace
+
+CocoGroundTruth parse_ground_truth_json(JsonInput text, const std::string& source) {
+  JsonCursor cursor(text, source);
+  CocoGroundTruth gt;
+  gt.source = source;
+  if (cursor.peek() != '{')
+    cursor.fail_type(
+        "a COCO ground-truth file must be a JSON object with 'images', "
+        "'annotations' and 'categories'");
+  bool has_images = false, has_categories = false;
+  cursor.object([&](std::string_view key) {
+    if (key == "images") {
+      gt.image_ids.clear();
+      parse_images(cursor, gt);
+      has_images = true;
+    } else if (key == "categories") {
+      gt.categories.clear();
+      parse_categories(cursor, gt);
+      has_categories = true;
+    } else if (key == "annotations") {
+      // A repeated key replaces the earlier value, as in Python's json.
+      CocoGroundTruth annotations;
+      annotations.source = source;
+      parse_annotations(cursor, annotations);
+      annotations.image_ids = std::move(gt.image_ids);
+      annotations.categories = std::move(gt.categories);
+      gt = std::move(annotations);
+    } else {
+      cursor.skip_value();
+    }
+  });
+  cursor.expect_end();
+  if (!has_images)
+    throw DataError(source + ": no 'images' list (a COCO ground-truth file needs one)");
+  if (!has_categories)
+    throw DataError(source + ": no 'categories' list (a COCO ground-truth file needs one)");
+  return gt;
+}
+
+CocoGroundTruth load_ground_truth_json(const std::string& path) {
+  return parse_ground_truth_json(JsonFile(path), path);
+}
+
+namespace {
+
+// One result object's members, before pycocotools' branch rules are applied.
+struct ResultRecord {
+  size_t at = 0;
+  bool has_image = false, has_category = false, has_score = false, has_bbox = false;
+  bool has_segmentation = false, has_keypoints = false;
+  int64_t image_id = 0, category_id = 0;
+  double score = 0;
+  BoxXywh box;
+  size_t box_values = 0;
+  std::vector<double> keypoints;
+};
+
+void read_result(JsonCursor& cursor, size_t index, bool want_keypoints, ResultRecord& r) {
+  const Where where{"result", index};
+  r.at = cursor.offset();
+  if (cursor.peek() != '{') cursor.fail_type(where.record() + " must be an object");
+  r.has_image = r.has_category = r.has_score = r.has_bbox = false;
+  r.has_segmentation = r.has_keypoints = false;
+  r.box_values = 0;
+  cursor.object([&](std::string_view key) {
+    switch (key.size()) {
+      case 4:
+        if (key == "bbox") {
+          r.box_values = read_box(cursor, where, r.box);
+          r.has_bbox = r.box_values > 0;
+          return;
+        }
+        break;
+      case 5:
+        if (key == "score") {
+          r.score = read_number(cursor, where, "score");
+          r.has_score = true;
+          return;
+        }
+        break;
+      case 8:
+        if (key == "image_id") {
+          r.image_id = read_id(cursor, where, "image_id");
+          r.has_image = true;
+          return;
+        }
+        break;
+      case 9:
+        if (key == "keypoints") {
+          r.has_keypoints = true;
+          if (want_keypoints)
+            read_numbers(cursor, where, "keypoints", r.keypoints);
+          else
+            cursor.skip_value();
+          return;
+        }
+        break;
+      case 11:
+        if (key == "category_id") {
+          r.category_id = read_id(cursor, where, "category_id");
+          r.has_category = true;
+          return;
+        }
+        break;
+      case 12:
+        if (key == "segmentation") r.has_segmentation = true;
+        break;
+    }
+    cursor.skip_value();
+  });
+}
+
+// How every result is read; pycocotools' loadRes decides it from the first result alone.
+struct ResultsLayout {
+  bool boxes = true;  // false: keypoint-only results, boxes from the point extent
+  bool want_keypoints = false;
+  int keypoints_per_instance = 0;
+};
+
+[[noreturn]] void fail_missing(JsonCursor& cursor, const ResultRecord& r, size_t index,
+                               const char* field) {
+  cursor.fail_content("result " + std::to_string(index) + " has no '" + field + "'", r.at);
+}
+
+ResultsLayout decide_layout(JsonCursor& cursor, const ResultRecord& first, IouType iou_type) {
+  ResultsLayout layout;
+  if (first.has_bbox) {
+    layout.boxes = true;
+  } else if (first.has_segmentation) {
+    cursor.fail_content(
+        "the first result carries 'segmentation' and no 'bbox': segmentation results are not "
+        "supported (use bbox or keypoints)",
+        first.at);
+  } else if (first.has_keypoints) {
+    layout.boxes = false;
+  } else {
+    cursor.fail_content(
+        "result 0 has neither 'bbox' nor 'keypoints' (the first result decides how all results "
+        "are read)",
+        first.at);
+  }
+  layout.want_keypoints = iou_type == IouType::kKeypoints || !layout.boxes;
+  if (layout.want_keypoints) {
+    if (!first.has_keypoints) fail_missing(cursor, first, 0, "keypoints");
+    if (first.keypoints.empty() || first.keypoints.size() % 3 != 0)
+      cursor.fail_content("result 0: 'keypoints' must hold 3 values (x, y, v) per point, found " +
+                              std::to_string(first.keypoints.size()),
+                          first.at);
+    layout.keypoints_per_instance = static_cast<int>(first.keypoints.size() / 3);
+  }
+  return layout;
+}
+
+void append_result(JsonCursor& cursor, const ResultRecord& r, size_t index,
+                   const ResultsLayout& layout, CocoDetections& dets) {
+  if (!r.has_image) fail_missing(cursor, r, index, "image_id");
+  if (!r.has_category) fail_missing(cursor, r, index, "category_id");
+  if (!r.has_score) fail_missing(cursor, r, index, "score");
+  if (layout.want_keypoints) {
+    if (!r.has_keypoints) fail_missing(cursor, r, index, "keypoints");
+    if (r.keypoints.size() != 3 * static_cast<size_t>(layout.keypoints_per_instance))
+      cursor.fail_content("result " + std::to_string(index) + " has " +
+                              std::to_string(r.keypoints.size()) +
+                              " keypoint values; the first result has " +
+                              std::to_string(3 * layout.keypoints_per_instance),
+                          r.at);
+  }
+  if (!layout.boxes) {
+    dets.add_keypoints_only(r.image_id, r.category_id, r.score, r.keypoints.data());
+    return;
+  }
+  if (!r.has_bbox) fail_missing(cursor, r, index, "bbox");  // or an empty one
+  if (r.box_values != 4)
+    cursor.fail_content("result " + std::to_string(index) + ": 'bbox' has " +
+                            std::to_string(r.box_values) + " values, expected [x, y, w, h]",
+                        r.at);
+  if (layout.want_keypoints)
+    dets.add(r.image_id, r.category_id, r.box, r.score, r.keypoints.data());
+  else
+    dets.add(r.image_id, r.category_id, r.box, r.score);
+}
+
+enum class RunEnd { kArrayClosed, kReachedStop, kOvershot };
+
+// Reads results from the cursor (at an element's first byte) until the list closes, or until
+// the cursor lands on byte `stop` right after a top-level comma. Passing `stop` without landing
+// on it means `stop` was no element boundary (it lay inside a string or a nested value).
+RunEnd read_result_run(JsonCursor& cursor, size_t stop, size_t first_index,
+                       const ResultsLayout& layout, CocoDetections& dets) {
+  ResultRecord r;
+  for (size_t index = first_index;; ++index) {
+    read_result(cursor, index, layout.want_keypoints, r);
+    append_result(cursor, r, index, layout, dets);
+    if (!cursor.comma_or_close(']')) return RunEnd::kArrayClosed;
+    cursor.peek();
+    if (cursor.offset() == stop) return RunEnd::kReachedStop;
+    if (cursor.offset() > stop) return RunEnd::kOvershot;
+  }
+}
+
+// The first '{' at or after `from` that follows "}" "," (whitespace allowed): a likely element
+// start of the top-level list, verified later by the preceding chunk's parse.
+size_t next_element_candidate(JsonInput input, size_t from) {
+  const std::string_view text(input.data(), input.size());
+  const auto is_space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  for (size_t p = text.find('}', from); p != std::string_view::npos; p = text.find('}', p + 1)) {
+    size_t q = p + 1;
+    while (q < text.size() && is_space(text[q])) ++q;
+    if (q >= text.size() || text[q] != ',') continue;
+    ++q;
+    while (q < text.size() && is_space(text[q])) ++q;
+    if (q < text.size() && text[q] == '{') return q;
+  }
+  return std::string::npos;
+}
+
+void append_columns(CocoDetections& to, const CocoDetections& from) {
+  to.image_id.insert(to.image_id.end(), from.image_id.begin(), from.image_id.end());
+  to.category_id.insert(to.category_id.end(), from.category_id.begin(), from.category_id.end());
+  to.score.insert(to.score.end(), from.score.begin(), from.score.end());
+  to.bbox.insert(to.bbox.end(), from.bbox.begin(), from.bbox.end());
+  to.area.insert(to.area.end(), from.area.begin(), from.area.end());
+  to.keypoints.insert(to.keypoints.end(), from.keypoints.begin(), from.keypoints.end());
+}
+
+// Parses the results after the first one in chunks on `threads` threads, each chunk starting at
+// a candidate element boundary. Returns false (and leaves `dets` as it was) when a boundary
+// proves false or any chunk fails; the caller then parses sequentially, which also gives
+// errors their exact result index.
+bool read_results_parallel(JsonInput text, const std::string& source, size_t begin,
+                           const ResultsLayout& layout, int threads, CocoDetections& dets) {
+  constexpr size_t kMinChunk = size_t{2} << 20;
+  const size_t remaining = text.size() - begin;
+  const size_t chunks = std::min<size_t>(static_cast<size_t>(threads) * 4, remaining / kMinChunk);
+  if (threads < 2 || chunks < 2) return false;
+  std::vector<size_t> starts = {begin};
+  for (size_t i = 1; i < chunks; ++i) {
+    const size_t candidate = next_element_candidate(text, begin + i * (remaining / chunks));
+    if (candidate == std::string::npos) break;
+    if (candidate > starts.back()) starts.push_back(candidate);
+  }
+  std::vector<CocoDetections> parts(starts.size());
+  std::vector<uint8_t> ok(starts.size(), 0);
+  parallel_chunks(starts.size(), 1, threads, [&](int, size_t first, size_t last) {
+    for (size_t c = first; c < last; ++c) {
+      const bool is_last = c + 1 == starts.size();
+      try {
+        JsonCursor cursor(text, source, starts[c]);
+        CocoDetections& part = parts[c];
+        part.keypoints_per_instance = layout.keypoints_per_instance;
+        part.reserve(((is_last ? text.size() : starts[c + 1]) - starts[c]) / 64);
+        const RunEnd end =
+            read_result_run(cursor, is_last ? std::string::npos : starts[c + 1], 0, layout, part);
+        if (is_last) {
+          cursor.expect_end();
+          ok[c] = end == RunEnd::kArrayClosed;
+        } else {
+          ok[c] = end == RunEnd::kReachedStop;
+        }
+      } catch (const DataError&) {
+        ok[c] = 0;
+      }
+    }
+  });
+  for (uint8_t good : ok)
+    if (!good) return false;
+  size_t total = dets.size();
+  for (const auto& part : parts) total += part.size();
+  dets.reserve(total);
+  for (const auto& part : parts) append_columns(dets, part);
+  return true;
+}
+
+}  // namespace
+
+CocoDetections parse_results_json(JsonInput text, const std::string& source, IouType iou_type,
+                                  int threads) {
+  JsonCursor cursor(text, source);
+  CocoDetections dets;
+  dets.source = source;
+  if (cursor.peek() != '[')
+    cursor.fail_type(
+        "results must be a JSON list of objects (pycocotools: 'results in not an array of "
+        "objects')");
+  cursor.expect('[', "'['");
+  if (cursor.consume(']')) {
+    cursor.expect_end();
+    return dets;
+  }
+  ResultRecord first;
+  read_result(cursor, 0, /*want_keypoints=*/true, first);
+  const ResultsLayout layout = decide_layout(cursor, first, iou_type);
+  dets.keypoints_per_instance = layout.keypoints_per_instance;
+  append_result(cursor, first, 0, layout, dets);
+  if (cursor.comma_or_close(']')) {
+    cursor.peek();
+    if (!read_results_parallel(text, source, cursor.offset(), layout, resolve_threads(threads),
+                               dets)) {
+      dets.reserve(text.size() / 64);  // over-estimate: a reallocation would copy every column
+      read_result_run(cursor, std::string::npos, 1, layout, dets);
+      cursor.expect_end();
+    }
+  } else {
+    cursor.expect_end();
+  }
+  return dets;
+}
+
+CocoDetections load_results_json(const std::string& path, IouType iou_type, int threads) {
+  return parse_results_json(JsonFile(path), path, iou_type, threads);
+}
+
+namespace {
+
+void append_double(std::string& out, double value) {
+  char buf[32];
+  const auto result = std::to_chars(buf, buf + sizeof buf, value);
+  out.append(buf, result.ptr);
+}
+
+void append_int(std::string& out, int64_t value) {
+  char buf[24];
+  const auto result = std::to_chars(buf, buf + sizeof buf, value);
+  out.append(buf, result.ptr);
+}
+
+void append_box(std::string& out, const BoxXywh& b) {
+  out += '[';
+  append_double(out, b.x);
+  out += ", ";
+  append_double(out, b.y);
+  out += ", ";
+  append_double(out, b.w);
+  out += ", ";
+  append_double(out, b.h);
+  out += ']';
+}
+
+void append_values(std::string& out, const double* values, size_t n) {
+  out += '[';
+  for (size_t i = 0; i < n; ++i) {
+    if (i) out += ", ";
+    append_double(out, values[i]);
+  }
+  out += ']';
+}
+
+void append_json_string(std::string& out, const std::string& s) {
+  out += '"';
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+}  // namespace
+
+std::string results_to_json(const CocoDetections& d, bool with_bbox) {
+  std::string out;
+  const size_t k3 = 3 * static_cast<size_t>(d.keypoints_per_instance);
+  out.reserve(d.size() * (96 + 8 * k3) + 2);
+  out += '[';
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i) out += ", ";
+    out += "{\"image_id\": ";
+    append_int(out, d.image_id[i]);
+    out += ", \"category_id\": ";
+    append_int(out, d.category_id[i]);
+    if (with_bbox) {
+      out += ", \"bbox\": ";
+      append_box(out, d.bbox[i]);
+    }
+    if (k3 > 0) {
+      out += ", \"keypoints\": ";
+      append_values(out, &d.keypoints[i * k3], k3);
+    }
+    out += ", \"score\": ";
+    append_double(out, d.score[i]);
+    out += '}';
+  }
+  out += "]\n";
+  return out;
+}
+
+std::string ground_truth_to_json(const CocoGroundTruth& gt) {
+  std::string out;
+  out.reserve(gt.num_annotations() * 160 + gt.image_ids.size() * 16 + 1024);
+  out += "{\"images\": [";
+  for (size_t i = 0; i < gt.image_ids.size(); ++i) {
+    if (i) out += ", ";
+    out += "{\"id\": ";
+    append_int(out, gt.image_ids[i]);
+    out += '}';
+  }
+  out += "], \"categories\": [";
+  for (size_t i = 0; i < gt.categories.size(); ++i) {
+    if (i) out += ", ";
+    out += "{\"id\": ";
+    append_int(out, gt.categories[i].id);
+    out += ", \"name\": ";
+    append_json_string(out, gt.categories[i].name);
+    out += '}';
+  }
+  out += "], \"annotations\": [";
+  const size_t k3 = 3 * static_cast<size_t>(gt.keypoints_per_instance);
+  for (size_t i = 0; i < gt.num_annotations(); ++i) {
+    if (i) out += ", ";
+    out += "{\"id\": ";
+    append_int(out, gt.ann_id[i]);
+    out += ", \"image_id\": ";
+    append_int(out, gt.ann_image_id[i]);
+    out += ", \"category_id\": ";
+    append_int(out, gt.ann_category_id[i]);
+    const uint8_t fields = gt.ann_fields[i];
+    if (fields & kGtBbox) {
+      out += ", \"bbox\": ";
+      append_box(out, gt.ann_bbox[i]);
+    }
+    if (fields & kGtArea) {
+      out += ", \"area\": ";
+      append_double(out, gt.ann_area[i]);
+    }
+    if (fields & kGtIscrowd) {
+      out += ", \"iscrowd\": ";
+      out += gt.ann_iscrowd[i] ? '1' : '0';
+    }
+    if (k3 > 0 && (fields & kGtKeypoints)) {
+      out += ", \"keypoints\": ";
+      append_values(out, &gt.ann_keypoints[i * k3], k3);
+    }
+    if (fields & kGtNumKeypoints && (k3 > 0 || gt.ann_num_keypoints[i] != 0)) {
+      out += ", \"num_keypoints\": ";
+      append_int(out, gt.ann_num_keypoints[i]);
+    }
+    out += '}';
+  }
+  out += "]}\n";
+  return out;
+}
+
+}  // namespace detrain::eval

@@ -1,0 +1,168 @@
+// Similarity matrices and the greedy matcher; see coco_match.h. Compiled without FP contraction
+// (project-wide -ffp-contract=off): a fused multiply-add would move IoU/OKS by an ulp and flip
+// matches that sit exactly on a threshold.
+#include "eval/coco_match.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "eval/coco_numeric.h"
+
+namespace detrain::eval {
+
+void box_ious(const CellDets& dets, const CellGts& gts, double* ious) {
+  const int num_gt = gts.count;
+  for (int g = 0; g < num_gt; ++g) {
+    const BoxXywh& gb = gts.box[g];
+    const double gt_area = gb.w * gb.h;
+    const bool crowd = gts.crowd[g] != 0;
+    for (int d = 0; d < dets.count; ++d) {
+      const BoxXywh& db = dets.box[d];
+      double& out = ious[static_cast<size_t>(d) * num_gt + g];
+      out = 0;
+      const double w = std::fmin(db.w + db.x, gb.w + gb.x) - std::fmax(db.x, gb.x);
+      if (w <= 0) continue;
+      const double h = std::fmin(db.h + db.y, gb.h + gb.y) - std::fmax(db.y, gb.y);
+      if (h <= 0) continue;
+      const double dt_area = db.w * db.h;
+      const double inter = w * h;
+      const double uni = crowd ? dt_area : dt_area + gt_area - inter;
+      out = inter / uni;
+    }
+  }
+}
+
+void keypoint_oks(const CellKeypoints& kps, const CellGts& gts, int num_dets, double* ious) {
+  constexpr double kEps = 2.220446049250313e-16;  // np.spacing(1)
+  const int k_count = kps.num_keypoints;
+  std::vector<double> terms(static_cast<size_t>(k_count));
+  for (int g = 0; g < gts.count; ++g) {
+    const double* gt = kps.gt_rows[static_cast<size_t>(g)];
+    int visible = 0;
+    for (int k = 0; k < k_count; ++k) visible += gt[3 * k + 2] > 0;
+    const BoxXywh& bb = gts.box[g];
+    const double x0 = bb.x - bb.w, x1 = bb.x + bb.w * 2;
+    const double y0 = bb.y - bb.h, y1 = bb.y + bb.h * 2;
+    const double area = gts.area[g] + kEps;
+    for (int d = 0; d < num_dets; ++d) {
+      const double* dt = kps.dt_rows[static_cast<size_t>(d)];
+      size_t n = 0;
+      for (int k = 0; k < k_count; ++k) {
+        const double xd = dt[3 * k], yd = dt[3 * k + 1];
+        double dx, dy;
+        if (visible > 0) {
+          if (!(gt[3 * k + 2] > 0)) continue;
+          dx = xd - gt[3 * k];
+          dy = yd - gt[3 * k + 1];
+        } else {
+          dx = std::max(0.0, x0 - xd) + std::max(0.0, xd - x1);
+          dy = std::max(0.0, y0 - yd) + std::max(0.0, yd - y1);
+        }
+        const double e = (dx * dx + dy * dy) / kps.variances[k] / area / 2;
+        terms[n++] = std::exp(-e);
+      }
+      ious[static_cast<size_t>(d) * gts.count + g] =
+          numpy_sum(terms.data(), n) / static_cast<double>(n);
+    }
+  }
+}
+
+MatchSetup make_match_setup(const std::vector<double>& iou_thresholds,
+                            const std::vector<AreaRange>& areas) {
+  MatchSetup setup;
+  setup.lowest_threshold = 1 - 1e-10;
+  for (double t : iou_thresholds) {
+    setup.thresholds.push_back(std::min(t, 1 - 1e-10));
+    setup.lowest_threshold = std::min(setup.lowest_threshold, setup.thresholds.back());
+  }
+  setup.areas = areas;
+  setup.words = outcome_words(iou_thresholds.size());
+  setup.all_bits.assign(static_cast<size_t>(setup.words), 0);
+  for (size_t t = 0; t < iou_thresholds.size(); ++t)
+    setup.all_bits[t / kOutcomeWordBits] |= OutcomeWord{1} << (t % kOutcomeWordBits);
+  return setup;
+}
+
+void match_cell(const CellGts& gts, const CellDets& dets, const double* ious,
+                const MatchSetup& setup, OutcomeWord* outcome, int32_t* npig, MatchScratch& s) {
+  const int num_gt = gts.count;
+  const int num_dt = dets.count;
+  const size_t num_t = setup.thresholds.size();
+  const size_t num_a = setup.areas.size();
+  const int words = setup.words;
+
+  // A detection whose best IoU is below a threshold cannot match at it: it is a false positive,
+  // or ignored when its own area is out of range. Only the others (candidates) are scanned.
+  s.best_iou.resize(static_cast<size_t>(num_dt));
+  s.candidates.clear();
+  for (int d = 0; d < num_dt && num_gt > 0; ++d) {
+    double best = -1.0;
+    for (int g = 0; g < num_gt; ++g) {
+      const double iou = ious[static_cast<size_t>(d) * num_gt + g];
+      // A NaN (from infinite coordinates) passes pycocotools' `iou < best` test: keep it.
+      best = std::isnan(iou) ? HUGE_VAL : std::max(best, iou);
+    }
+    s.best_iou[d] = best;
+    if (best >= setup.lowest_threshold) s.candidates.push_back(d);
+  }
+
+  s.gt_ignored.resize(static_cast<size_t>(num_gt));
+  s.gt_order.resize(static_cast<size_t>(num_gt));
+  s.gt_matched.resize(static_cast<size_t>(num_gt));
+  for (size_t a = 0; a < num_a; ++a) {
+    const double lo = setup.areas[a].lo, hi = setup.areas[a].hi;
+    // Unmatched outcome for every detection and threshold; matches below overwrite it.
+    for (int d = 0; d < num_dt; ++d) {
+      OutcomeWord* bits = outcome + outcome_offset(static_cast<size_t>(d), a, num_a, words);
+      const bool out_of_range = dets.area[d] < lo || dets.area[d] > hi;
+      for (int w = 0; w < words; ++w) {
+        bits[w] = 0;
+        bits[words + w] = out_of_range ? setup.all_bits[static_cast<size_t>(w)] : 0;
+      }
+    }
+    // GTs: ignored ones last, file order inside each group (a stable sort on _ignore).
+    int count = 0;
+    for (int g = 0; g < num_gt; ++g) {
+      s.gt_ignored[g] = gts.ignore[g] || gts.area[g] < lo || gts.area[g] > hi;
+      if (!s.gt_ignored[g]) s.gt_order[count++] = g;
+    }
+    npig[a] = count;
+    for (int g = 0; g < num_gt; ++g)
+      if (s.gt_ignored[g]) s.gt_order[count++] = g;
+    if (s.candidates.empty()) continue;
+
+    for (size_t t = 0; t < num_t; ++t) {
+      const double threshold = setup.thresholds[t];
+      std::fill(s.gt_matched.begin(), s.gt_matched.end(), 0);
+      for (const int d : s.candidates) {
+        if (s.best_iou[d] < threshold) continue;
+        const double* row = ious + static_cast<size_t>(d) * num_gt;
+        int match = -1;  // position in gt_order
+        double best = threshold;
+        for (int o = 0; o < num_gt; ++o) {
+          const int g = s.gt_order[o];
+          if (s.gt_matched[o] && !gts.crowd[g]) continue;
+          // Once matched to a regular GT, the ignored GTs (sorted last) cannot take over.
+          if (match >= 0 && !s.gt_ignored[s.gt_order[match]] && s.gt_ignored[g]) break;
+          if (row[g] < best) continue;
+          best = row[g];  // >=: among equal IoUs the later GT wins
+          match = o;
+        }
+        if (match < 0) continue;
+        s.gt_matched[match] = 1;
+        const int g = s.gt_order[match];
+        const bool out_of_range = dets.area[d] < lo || dets.area[d] > hi;
+        // A match to GT id 0 counts as unmatched (pycocotools stores matches by GT id).
+        const bool ignored = s.gt_ignored[g] || (gts.id_is_zero[g] && out_of_range);
+        const bool true_positive = !ignored && !gts.id_is_zero[g];
+        OutcomeWord* bits = outcome + outcome_offset(static_cast<size_t>(d), a, num_a, words);
+        const size_t w = t / kOutcomeWordBits;
+        const OutcomeWord bit = OutcomeWord{1} << (t % kOutcomeWordBits);
+        bits[words + w] = ignored ? bits[words + w] | bit : bits[words + w] & ~bit;
+        if (true_positive) bits[w] |= bit;
+      }
+    }
+  }
+}
+
+}  // namespace detrain::eval

@@ -1,0 +1,154 @@
+// Builders and defaults for the evaluator's plain data; see coco_types.h.
+#include "eval/coco_types.h"
+
+#include <algorithm>
+
+#include "common/errors.h"
+
+namespace detrain::eval {
+
+const char* iou_type_name(IouType type) { return type == IouType::kBbox ? "bbox" : "keypoints"; }
+
+IouType parse_iou_type(const std::string& name) {
+  if (name == "bbox") return IouType::kBbox;
+  if (name == "keypoints") return IouType::kKeypoints;
+  if (name == "segm")
+    throw ConfigError(
+        "iou type 'segm' is not supported (mask IoU needs the RLE rasteriser); use "
+        "bbox or keypoints");
+  throw ConfigError("unknown iou type '" + name + "'; use bbox or keypoints");
+}
+
+void CocoGroundTruth::add_annotation(const GtAnnotation& a) {
+  uint8_t fields = kGtBbox | kGtArea | kGtIscrowd | kGtNumKeypoints;
+  if (!a.keypoints.empty()) {
+    if (a.keypoints.size() % 3 != 0)
+      throw DataError(source + ": annotation " + std::to_string(a.id) + " has " +
+                      std::to_string(a.keypoints.size()) +
+                      " keypoint values, not a multiple of 3 (x, y, v)");
+    const int k = static_cast<int>(a.keypoints.size() / 3);
+    if (keypoints_per_instance == 0 && num_annotations() > 0 && ann_keypoints.empty()) {
+      // Earlier annotations had no keypoints: give them zero-filled rows (and no kGtKeypoints).
+      ann_keypoints.assign(num_annotations() * 3 * static_cast<size_t>(k), 0.0);
+    }
+    if (keypoints_per_instance == 0) keypoints_per_instance = k;
+    if (k != keypoints_per_instance)
+      throw DataError(source + ": annotation " + std::to_string(a.id) + " has " +
+                      std::to_string(k) + " keypoints but earlier ones have " +
+                      std::to_string(keypoints_per_instance));
+    fields |= kGtKeypoints;
+  }
+  ann_id.push_back(a.id);
+  ann_image_id.push_back(a.image_id);
+  ann_category_id.push_back(a.category_id);
+  ann_bbox.push_back(a.bbox);
+  ann_area.push_back(a.area);
+  ann_iscrowd.push_back(a.iscrowd ? 1 : 0);
+  ann_num_keypoints.push_back(a.num_keypoints);
+  if (keypoints_per_instance > 0) {
+    if (a.keypoints.empty())
+      ann_keypoints.resize(ann_keypoints.size() + 3 * static_cast<size_t>(keypoints_per_instance),
+                           0.0);
+    else
+      ann_keypoints.insert(ann_keypoints.end(), a.keypoints.begin(), a.keypoints.end());
+  }
+  ann_fields.push_back(fields);
+}
+
+void CocoDetections::reserve(size_t n) {
+  image_id.reserve(n);
+  category_id.reserve(n);
+  score.reserve(n);
+  bbox.reserve(n);
+  area.reserve(n);
+  if (keypoints_per_instance > 0) keypoints.reserve(n * 3 * keypoints_per_instance);
+}
+
+void CocoDetections::add(int64_t image, int64_t category, const BoxXywh& box, double s) {
+  image_id.push_back(image);
+  category_id.push_back(category);
+  score.push_back(s);
+  bbox.push_back(box);
+  area.push_back(box.w * box.h);
+  if (keypoints_per_instance > 0)
+    keypoints.resize(keypoints.size() + 3 * static_cast<size_t>(keypoints_per_instance), 0.0);
+}
+
+void CocoDetections::add(int64_t image, int64_t category, const BoxXywh& box, double s,
+                         const double* keypoints_k3) {
+  if (keypoints_per_instance <= 0)
+    throw DataError(source + ": set keypoints_per_instance before adding keypoint results");
+  image_id.push_back(image);
+  category_id.push_back(category);
+  score.push_back(s);
+  bbox.push_back(box);
+  area.push_back(box.w * box.h);
+  keypoints.insert(keypoints.end(), keypoints_k3, keypoints_k3 + 3 * keypoints_per_instance);
+}
+
+void CocoDetections::add_keypoints_only(int64_t image, int64_t category, double s,
+                                        const double* keypoints_k3) {
+  if (keypoints_per_instance <= 0)
+    throw DataError(source + ": set keypoints_per_instance before adding keypoint results");
+  double x0 = keypoints_k3[0], x1 = keypoints_k3[0];
+  double y0 = keypoints_k3[1], y1 = keypoints_k3[1];
+  for (int k = 1; k < keypoints_per_instance; ++k) {
+    x0 = std::min(x0, keypoints_k3[3 * k]);
+    x1 = std::max(x1, keypoints_k3[3 * k]);
+    y0 = std::min(y0, keypoints_k3[3 * k + 1]);
+    y1 = std::max(y1, keypoints_k3[3 * k + 1]);
+  }
+  image_id.push_back(image);
+  category_id.push_back(category);
+  score.push_back(s);
+  bbox.push_back({x0, y0, x1 - x0, y1 - y0});
+  area.push_back((x1 - x0) * (y1 - y0));
+  keypoints.insert(keypoints.end(), keypoints_k3, keypoints_k3 + 3 * keypoints_per_instance);
+}
+
+std::vector<double> numpy_linspace(double start, double stop, int num) {
+  std::vector<double> values(static_cast<size_t>(std::max(num, 0)));
+  if (num <= 0) return values;
+  const int div = num - 1;
+  const double delta = stop - start;
+  const double step = div > 0 ? delta / div : 0.0;
+  for (int i = 0; i < num; ++i) {
+    // numpy divides before scaling when the step underflows to zero (gh-5437).
+    const double scaled = div > 0 && step == 0 ? (i / static_cast<double>(div)) * delta
+                          : div > 0            ? i * step
+                                               : i * delta;
+    values[static_cast<size_t>(i)] = scaled + start;
+  }
+  if (num > 1) values.back() = stop;
+  return values;
+}
+
+std::vector<double> coco_person_sigmas() {
+  const double tenths[] = {.26, .25, .25,  .35,  .35, .79, .79, .72, .72,
+                           .62, .62, 1.07, 1.07, .87, .87, .89, .89};
+  std::vector<double> sigmas;
+  for (double t : tenths) sigmas.push_back(t / 10.0);
+  return sigmas;
+}
+
+CocoParams CocoParams::defaults(IouType type) {
+  CocoParams p;
+  p.iou_type = type;
+  p.iou_thresholds = numpy_linspace(0.5, 0.95, 10);
+  p.recall_thresholds = numpy_linspace(0.0, 1.0, 101);
+  const double big = 1e5 * 1e5;  // pycocotools writes 1e5 ** 2
+  if (type == IouType::kBbox) {
+    p.max_dets = {1, 10, 100};
+    p.area_ranges = {{"all", 0, big},
+                     {"small", 0, 32 * 32},
+                     {"medium", 32 * 32, 96 * 96},
+                     {"large", 96 * 96, big}};
+  } else {
+    p.max_dets = {20};
+    p.area_ranges = {{"all", 0, big}, {"medium", 32 * 32, 96 * 96}, {"large", 96 * 96, big}};
+    p.keypoint_sigmas = coco_person_sigmas();
+  }
+  return p;
+}
+
+}  // namespace detrain::eval
