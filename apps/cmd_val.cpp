@@ -1,0 +1,89 @@
+// `detrain val`: validates a checkpoint (its EMA weights) or a safetensors state dict on a data
+// set's split with the trainer's own validation, prints the COCO table and pycocotools'
+// summary lines, and writes predictions.json and the stats as JSON on request.
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "common/atomic_file.h"
+#include "common/errors.h"
+#include "common/runtime.h"
+#include "compat/torch_compat.h"
+#include "data/dataset.h"
+#include "eval/predictions_json.h"
+#include "train/inference_model.h"
+#include "train/precision.h"
+#include "train/validation_run.h"
+
+namespace detrain::cli {
+
+namespace {
+
+struct ValArgs {
+  ConfigArgs config;
+  std::string weights, data, split, json_out, save_json;
+};
+
+int run_val(const ValArgs& args) {
+  std::vector<std::string> overrides = args.config.overrides;
+  if (!args.data.empty()) overrides.push_back("data.dataset=" + args.data);
+  if (!args.split.empty()) overrides.push_back("val.split=" + args.split);
+  const config::ResolvedConfig given = config::resolve(args.config.config_file, {});
+  train::InferenceModel m = train::load_inference_model(args.weights, given, overrides);
+  const config::Experiment& x = m.config.experiment;
+  apply_runtime(x.runtime);
+  const torch::Device device = compat::parse_device(x.runtime.device);
+  m.model->to(device);
+  const data::DatasetInfo dataset = data::load_dataset(x.data.dataset);
+  if (m.model->head()->options().pose() && !dataset.has_keypoints())
+    throw DataError(x.data.dataset + " has no kpt_shape but " + args.weights +
+                    " is a pose model; add kpt_shape, flip_idx and oks_sigmas to the descriptor");
+  if (m.model->arch().nc != dataset.nc())
+    throw ModelError(args.weights + " predicts " + std::to_string(m.model->arch().nc) +
+                     " classes but " + x.data.dataset + " has " +
+                     std::to_string(dataset.nc()) + "; validate on the data set it was "
+                     "trained for");
+  train::ValidationRun validation(x, dataset, x.val.split, *m.model, device,
+                                  train::parse_precision(x.train.precision) == train::Precision::kBf16);
+  const eval::ValidationResult r = validation.run(*m.model);
+  std::cout << eval::stats_table(r);
+  std::cout << "bbox:\n";
+  for (const auto& line : r.box.summary_lines()) std::cout << line << "\n";
+  if (r.keypoints) {
+    std::cout << "keypoints:\n";
+    for (const auto& line : r.keypoints->summary_lines()) std::cout << line << "\n";
+  }
+  std::cout << "fitness " << r.fitness() << " on " << r.images << " images ("
+            << r.inference_s + r.postprocess_s << " s inference, " << r.evaluate_s
+            << " s COCO evaluation)\n";
+  if (!args.save_json.empty()) eval::write_predictions_json(args.save_json, r.records);
+  if (!args.json_out.empty()) {
+    nlohmann::ordered_json j;
+    j["weights"] = args.weights;
+    j["data"] = x.data.dataset;
+    j["split"] = x.val.split;
+    j["images"] = r.images;
+    j["bbox"] = r.box.stats;
+    if (r.keypoints) j["keypoints"] = r.keypoints->stats;
+    j["fitness"] = r.fitness();
+    write_file_atomic(args.json_out, j.dump(2) + "\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_val_command(CLI::App& root) {
+  auto* app = root.add_subcommand("val", "validate weights with the COCO metrics");
+  auto args = std::make_shared<ValArgs>();
+  args->config.add_to(app);
+  app->add_option("--weights,-w", args->weights, "checkpoint (.ckpt) or safetensors weights")
+      ->required();
+  app->add_option("--data,-d", args->data, "data-set descriptor (default: the checkpoint's)");
+  app->add_option("--split", args->split, "split to validate: val or train");
+  app->add_option("--json-out", args->json_out, "write the stats as JSON");
+  app->add_option("--save-json", args->save_json, "write the predictions (COCO results format)");
+  return {app, [args]() { return run_val(*args); }};
+}
+
+}  // namespace detrain::cli

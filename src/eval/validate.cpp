@@ -1,0 +1,130 @@
+// Validation loop: batches -> model -> postprocess -> COCO records -> evaluator. See validate.h.
+#include "eval/validate.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include "common/progress.h"
+#include "common/timer.h"
+#include "compat/torch_compat.h"
+#include "model/yolo_model.h"
+
+namespace detrain::eval {
+
+namespace {
+
+CocoParams params_for(IouType type, const ValidationOptions& options) {
+  CocoParams params = CocoParams::defaults(type);
+  params.image_ids = options.image_ids;
+  if (type == IouType::kKeypoints && !options.oks_sigmas.empty())
+    params.keypoint_sigmas = options.oks_sigmas;
+  return params;
+}
+
+// 0.9 AP + 0.1 AP50 (stats 0 and 1 of either IoU type).
+double coco_fitness(const CocoEvalResult& r) {
+  if (r.stats.size() < 2) return 0;
+  return 0.9 * std::max(r.stats[0], 0.0) + 0.1 * std::max(r.stats[1], 0.0);
+}
+
+void add_record(CocoDetections& detections, const CocoRecord& r) {
+  const BoxXywh box{r.bbox[0], r.bbox[1], r.bbox[2], r.bbox[3]};
+  if (r.keypoints.empty())
+    detections.add(r.image_id, r.category_id, box, r.score);
+  else
+    detections.add(r.image_id, r.category_id, box, r.score, r.keypoints.data());
+}
+
+}  // namespace
+
+double ValidationResult::fitness() const {
+  return coco_fitness(box) + (keypoints ? coco_fitness(*keypoints) : 0.0);
+}
+
+Validator::Validator(const CocoGroundTruth& box_gt, const CocoGroundTruth* keypoint_gt,
+                     ValidationOptions options)
+    : options_(std::move(options)) {
+  box_evaluator_ = std::make_unique<CocoEvaluator>(
+      box_gt, params_for(IouType::kBbox, options_),
+      CocoEvalOptions{options_.eval_threads});
+  if (keypoint_gt && options_.keypoints > 0)
+    keypoint_evaluator_ = std::make_unique<CocoEvaluator>(
+        *keypoint_gt, params_for(IouType::kKeypoints, options_),
+        CocoEvalOptions{options_.eval_threads});
+}
+
+Validator::~Validator() = default;
+Validator::Validator(Validator&&) noexcept = default;
+Validator& Validator::operator=(Validator&&) noexcept = default;
+
+ValidationResult Validator::run(model::YoloModelImpl& model,
+                                const std::function<std::optional<ValBatch>()>& next_batch,
+                                const BatchObserver& observer) const {
+  torch::NoGradGuard no_grad;
+  model.eval();
+  const auto& o = options_;
+  ValidationResult result;
+  CocoDetections detections;
+  if (o.keypoints > 0) detections.keypoints_per_instance = static_cast<int>(o.keypoints);
+
+  int64_t batch_index = 0;
+  while (std::optional<ValBatch> batch = next_batch()) {
+    Stopwatch inference;
+    const torch::Tensor images =  // [B, 3, H, W] float in [0, 1]
+        batch->images.to(o.device, /*non_blocking=*/true).to(torch::kFloat).div_(255.0);
+    model::EvalOutput out;
+    {
+      std::optional<compat::AutocastGuard> autocast;
+      if (o.bf16) autocast.emplace(o.device.type(), torch::kBFloat16);
+      out = model.forward_eval(images, o.nms.max_det);
+    }
+    compat::synchronize(o.device);
+    result.inference_s += inference.seconds();
+
+    Stopwatch post;
+    const std::vector<ImageDetections> per_image =
+        o.end2end ? end2end_postprocess(out.detections.to(torch::kFloat).cpu(), o.nms.conf,
+                                        o.nms.max_det)
+                  : nms_postprocess(out.decoded.to(torch::kFloat), o.nc, o.nms);
+    TORCH_CHECK(per_image.size() == batch->frames.size(), "validation batch of ",
+                batch->frames.size(), " frames gave ", per_image.size(), " detection sets");
+    if (observer) observer(batch_index, *batch, per_image);
+    for (size_t i = 0; i < per_image.size(); ++i) {
+      const ImageFrame& frame = batch->frames[i];
+      const ImageDetections original = to_original_pixels(per_image[i], frame);
+      for (CocoRecord& r : to_coco_records(original, frame.image_id, o.coco_ids, o.rounding)) {
+        add_record(detections, r);
+        result.records.push_back(std::move(r));
+      }
+    }
+    result.images += static_cast<int64_t>(per_image.size());
+    result.postprocess_s += post.seconds();
+    ++batch_index;
+  }
+
+  Stopwatch evaluate;
+  result.box = box_evaluator_->evaluate(detections);
+  if (keypoint_evaluator_) result.keypoints = keypoint_evaluator_->evaluate(detections);
+  result.evaluate_s = evaluate.seconds();
+  return result;
+}
+
+std::string stats_table(const ValidationResult& result) {
+  const std::vector<std::string> header = {"COCO", "AP", "AP50", "AP75", "APs", "APm", "APl",
+                                           "AR"};
+  std::vector<std::vector<std::string>> rows;
+  auto row = [&](const std::string& name, const CocoEvalResult& r, bool keypoints) {
+    // pycocotools' order: bbox AP AP50 AP75 APs APm APl AR1 AR10 AR100 ... (AR is AR@100);
+    // keypoints AP AP50 AP75 APm APl AR ... (no small range; AR is AR@20).
+    const auto& s = r.stats;
+    auto at = [&](size_t i) { return i < s.size() ? fixed(s[i], 3) : std::string("-"); };
+    if (keypoints)
+      rows.push_back({name, at(0), at(1), at(2), "-", at(3), at(4), at(5)});
+    else
+      rows.push_back({name, at(0), at(1), at(2), at(3), at(4), at(5), at(8)});
+  };
+  row("box", result.box, false);
+  if (result.keypoints) row("keypoints", *result.keypoints, true);
+  return format_table(header, rows);
+}
+
+}  // namespace detrain::eval

@@ -1,0 +1,89 @@
+// Validation of a model on letterboxed batches: inference (BF16 autocast when asked, eval
+// mode), postprocess (NMS, or the one-to-one top-k of end-to-end models), predictions mapped
+// back to original pixels and COCO category ids, and the COCO evaluator for boxes (and
+// keypoints for pose). Differs from the reference's per-epoch validation: the metrics are
+// always COCO's (pycocotools-exact), never the internal 101-point trapezoid AP.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "eval/coco_eval.h"
+#include "eval/postprocess.h"
+
+namespace detrain::model {
+class YoloModelImpl;
+}
+
+namespace detrain::eval {
+
+// One batch as the validator needs it (the trainer and `detrain val` adapt the loader's batch).
+struct ValBatch {
+  torch::Tensor images;             // [B, 3, H, W] uint8 RGB, letterboxed
+  std::vector<ImageFrame> frames;   // [B] how each image sits in `images`
+};
+
+struct ValidationOptions {
+  NmsOptions nms;                   // NMS path (models without the one-to-one branch)
+  bool end2end = false;             // one-to-one top-k rows, filtered by nms.conf, no NMS
+  int64_t nc = 80;                  // classes of the model
+  std::vector<int64_t> coco_ids;    // [nc] contiguous class index -> COCO category id
+  int64_t keypoints = 0;            // K; 0 for detection models
+  std::vector<double> oks_sigmas;   // [K] keypoint evaluation sigmas (empty: COCO's 17)
+  std::vector<int64_t> image_ids;   // images to score (empty: every GT image)
+  bool bf16 = true;                 // autocast the forward pass
+  torch::Device device = torch::kCPU;
+  RecordRounding rounding;          // what predictions.json holds (and what is scored)
+  int eval_threads = 0;             // COCO evaluator threads (0: every core)
+};
+
+struct ValidationResult {
+  CocoEvalResult box;                      // bbox stats (12)
+  std::optional<CocoEvalResult> keypoints; // keypoint stats (10), pose models only
+  std::vector<CocoRecord> records;         // every prediction, in image order
+  int64_t images = 0;
+  double inference_s = 0, postprocess_s = 0, evaluate_s = 0;
+
+  // 0.9 AP + 0.1 AP50 of boxes, plus the same of keypoints for pose models.
+  double fitness() const;
+};
+
+// Called per batch with the detections in network-input pixels (for val_pred*.jpg plots).
+using BatchObserver =
+    std::function<void(int64_t batch_index, const ValBatch&, const std::vector<ImageDetections>&)>;
+
+class Validator {
+ public:
+  // `box_gt` scores boxes; `keypoint_gt` (pose) scores keypoints and may be the same set.
+  // Both must outlive the validator. Throws ConfigError/DataError when the parameters do not
+  // fit the ground truth (e.g. sigmas of the wrong length).
+  Validator(const CocoGroundTruth& box_gt, const CocoGroundTruth* keypoint_gt,
+            ValidationOptions options);
+  ~Validator();
+  Validator(Validator&&) noexcept;
+  Validator& operator=(Validator&&) noexcept;
+
+  // Runs `model` (switched to eval mode; the caller restores train mode) on every batch that
+  // `next_batch` yields until it returns nullopt.
+  ValidationResult run(model::YoloModelImpl& model,
+                       const std::function<std::optional<ValBatch>()>& next_batch,
+                       const BatchObserver& observer = {}) const;
+
+  const ValidationOptions& options() const { return options_; }
+
+ private:
+  ValidationOptions options_;
+  std::unique_ptr<CocoEvaluator> box_evaluator_;
+  std::unique_ptr<CocoEvaluator> keypoint_evaluator_;
+};
+
+// Stats of one evaluation as a fixed-width table (one row per IoU type: AP, AP50, AP75, APs,
+// APm, APl, AR100), the table printed after each validation.
+std::string stats_table(const ValidationResult& result);
+
+}  // namespace detrain::eval

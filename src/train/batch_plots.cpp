@@ -1,0 +1,91 @@
+// See batch_plots.h.
+#include "train/batch_plots.h"
+
+#include <opencv2/imgproc.hpp>
+
+#include "train/plots.h"
+
+namespace detrain::train {
+
+namespace {
+
+// [3, H, W] uint8 RGB tensor -> BGR cv::Mat (a copy).
+cv::Mat to_bgr(const torch::Tensor& chw_rgb) {
+  const torch::Tensor hwc = chw_rgb.permute({1, 2, 0}).contiguous().cpu();  // [H, W, 3]
+  cv::Mat rgb(static_cast<int>(hwc.size(0)), static_cast<int>(hwc.size(1)), CV_8UC3,
+              hwc.data_ptr<uint8_t>());
+  cv::Mat bgr;
+  cv::cvtColor(rgb, bgr, cv::COLOR_RGB2BGR);
+  return bgr;
+}
+
+MosaicStyle style_of(const data::DatasetInfo& dataset) {
+  MosaicStyle style;
+  style.names = dataset.names;
+  style.kpt_count = static_cast<int>(dataset.kpt_count);
+  style.skeleton = dataset.skeleton;
+  return style;
+}
+
+}  // namespace
+
+void save_train_batch_plot(const data::Batch& batch, const data::DatasetInfo& dataset,
+                           const std::string& path) {
+  const int64_t b = batch.images.size(0);
+  const float h = static_cast<float>(batch.images.size(2));
+  const float w = static_cast<float>(batch.images.size(3));
+  std::vector<PlotImage> tiles(static_cast<size_t>(b));
+  for (int64_t i = 0; i < b; ++i) tiles[i].image = to_bgr(batch.images[i]);
+  for (size_t i = 0; i < tiles.size() && i < batch.files.size(); ++i)
+    tiles[i].title = batch.files[i].substr(batch.files[i].find_last_of('/') + 1);
+  const torch::Tensor idx = batch.batch_idx.cpu();
+  const torch::Tensor cls = batch.cls.cpu();
+  const torch::Tensor boxes = batch.boxes_xywhn.cpu().to(torch::kFloat);  // [N, 4]
+  const torch::Tensor kpts =                                               // [N, K, 3]
+      batch.keypoints.defined() ? batch.keypoints.cpu().to(torch::kFloat) : torch::Tensor();
+  for (int64_t n = 0; n < idx.size(0); ++n) {
+    PlotImage& t = tiles[static_cast<size_t>(idx[n].item<int64_t>())];
+    const auto bx = boxes[n];
+    const float cx = bx[0].item<float>() * w, cy = bx[1].item<float>() * h;
+    const float bw = bx[2].item<float>() * w, bh = bx[3].item<float>() * h;
+    t.boxes_xyxy.push_back({cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2});
+    t.classes.push_back(static_cast<int>(cls[n].item<int64_t>()));
+    if (kpts.defined()) {
+      for (int64_t k = 0; k < kpts.size(1); ++k) {
+        t.keypoints.push_back(kpts[n][k][0].item<float>() * w);
+        t.keypoints.push_back(kpts[n][k][1].item<float>() * h);
+        t.keypoints.push_back(kpts[n][k][2].item<float>());
+      }
+    }
+  }
+  save_batch_mosaic(tiles, style_of(dataset), path);
+}
+
+void save_val_prediction_plot(const eval::ValBatch& batch,
+                              const std::vector<eval::ImageDetections>& detections,
+                              const data::DatasetInfo& dataset, const std::string& path) {
+  std::vector<PlotImage> tiles(detections.size());
+  for (size_t i = 0; i < detections.size(); ++i) {
+    PlotImage& t = tiles[i];
+    t.image = to_bgr(batch.images[static_cast<int64_t>(i)]);
+    t.title = "image " + std::to_string(batch.frames[i].image_id);
+    const auto& d = detections[i];
+    if (d.size() == 0) continue;
+    const torch::Tensor boxes = d.boxes_xyxy.cpu().to(torch::kFloat).contiguous();  // [N, 4]
+    const torch::Tensor scores = d.scores.cpu().to(torch::kFloat).contiguous();     // [N]
+    const torch::Tensor classes = d.classes.cpu().to(torch::kLong).contiguous();    // [N]
+    for (int64_t n = 0; n < d.size(); ++n) {
+      const float* b = boxes.data_ptr<float>() + 4 * n;
+      t.boxes_xyxy.push_back({b[0], b[1], b[2], b[3]});
+      t.scores.push_back(scores.data_ptr<float>()[n]);
+      t.classes.push_back(static_cast<int>(classes.data_ptr<int64_t>()[n]));
+    }
+    if (d.keypoints.defined()) {
+      const torch::Tensor k = d.keypoints.cpu().to(torch::kFloat).contiguous();  // [N, K, 3]
+      t.keypoints.assign(k.data_ptr<float>(), k.data_ptr<float>() + k.numel());
+    }
+  }
+  save_batch_mosaic(tiles, style_of(dataset), path);
+}
+
+}  // namespace detrain::train

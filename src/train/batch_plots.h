@@ -1,0 +1,24 @@
+// train_batch*.jpg and val_pred*.jpg: a training batch with its targets, and a validation
+// batch with its predictions, turned into the torch-free PlotImage tiles of plots.h.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "data/loader.h"
+#include "eval/postprocess.h"
+#include "eval/validate.h"
+
+namespace detrain::train {
+
+// The batch's images (uint8 RGB) with their target boxes and keypoints, written as a mosaic.
+void save_train_batch_plot(const data::Batch& batch, const data::DatasetInfo& dataset,
+                           const std::string& path);
+
+// A validation batch with its detections (network-input pixels), written as a mosaic.
+void save_val_prediction_plot(const eval::ValBatch& batch,
+                              const std::vector<eval::ImageDetections>& detections,
+                              const data::DatasetInfo& dataset, const std::string& path);
+
+}  // namespace detrain::train

@@ -1,0 +1,67 @@
+// See inference_model.h.
+#include "train/inference_model.h"
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "common/errors.h"
+#include "model/state_dict.h"
+#include "train/checkpoint.h"
+
+namespace detrain::train {
+
+namespace fs = std::filesystem;
+
+config::ResolvedConfig checkpoint_config(const std::string& config_yaml, const std::string& source,
+                                         const std::vector<std::string>& overrides) {
+  // config::resolve reads files: the text goes through a private temporary file.
+  const fs::path tmp = fs::temp_directory_path() /
+                       ("detrain-ckpt-config-" + std::to_string(::getpid()) + ".yaml");
+  {
+    std::ofstream out(tmp);
+    out << config_yaml;
+    if (!out) throw IoError("cannot write a temporary file in " + tmp.parent_path().string());
+  }
+  try {
+    config::ResolvedConfig r = config::resolve(tmp.string(), overrides);
+    fs::remove(tmp);
+    return r;
+  } catch (const ConfigError& e) {
+    fs::remove(tmp);
+    throw ConfigError(source + ": its saved configuration does not resolve: " + e.what());
+  }
+}
+
+InferenceModel load_inference_model(const std::string& weights,
+                                    const config::ResolvedConfig& given,
+                                    const std::vector<std::string>& overrides) {
+  if (!fs::exists(weights))
+    throw IoError(weights + " does not exist; pass a checkpoint (runs/<name>/weights/best.ckpt) "
+                  "or a safetensors state dict");
+  InferenceModel r;
+  r.source = weights;
+  if (fs::path(weights).extension() == ".safetensors") {
+    r.config = given;
+    config::apply_overrides(r.config, overrides);
+    config::ModelOptions options = r.config.experiment.model;
+    options.weights = weights;
+    r.model = model::make_model(options);
+  } else {
+    const Checkpoint c = load_checkpoint(weights);
+    r.config = checkpoint_config(c.config_yaml, weights, overrides);
+    config::ModelOptions options = r.config.experiment.model;
+    options.weights.clear();
+    options.nc = c.arch.nc;
+    std::optional<std::array<int64_t, 2>> kpt;
+    if (c.arch.kpt_shape.size() == 2) kpt = std::array<int64_t, 2>{c.arch.kpt_shape[0], c.arch.kpt_shape[1]};
+    r.model = model::make_model(options, c.arch.nc, kpt);
+    const NamedTensors& state = c.ema.empty() ? c.model : c.ema;
+    model::load_state_dict(*r.model, std::map<std::string, torch::Tensor>(state.begin(), state.end()),
+                           weights);
+  }
+  r.model->eval();
+  return r;
+}
+
+}  // namespace detrain::train

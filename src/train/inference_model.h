@@ -1,0 +1,31 @@
+// The model `detrain val` and `detrain predict` run: from a detrain checkpoint (its EMA
+// weights, as the trainer validates, else the raw model; its resolved config) or from a
+// safetensors state dict with reference names (architecture from the given config).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "model/yolo_model.h"
+
+namespace detrain::train {
+
+struct InferenceModel {
+  model::YoloModel model{nullptr};     // in eval mode, on the CPU
+  config::ResolvedConfig config;       // the checkpoint's config (plus overrides), or `given`
+  std::string source;                  // the weights file
+};
+
+// `given` is used for safetensors files and supplies nothing for checkpoints except the
+// `overrides`, which are applied to the checkpoint's config (e.g. data.dataset=...). Errors:
+// IoError for a missing file, ModelError for a file of another architecture or a corrupt one.
+InferenceModel load_inference_model(const std::string& weights,
+                                    const config::ResolvedConfig& given,
+                                    const std::vector<std::string>& overrides);
+
+// The resolved config a checkpoint was trained with, plus overrides.
+config::ResolvedConfig checkpoint_config(const std::string& config_yaml, const std::string& source,
+                                         const std::vector<std::string>& overrides);
+
+}  // namespace detrain::train

@@ -1,0 +1,29 @@
+// `detrain predict`: runs a model on images (a file or a directory), with the validation
+// letterbox and postprocess, and writes each image with its detections drawn plus the
+// detections as COCO results (predictions.json) and the image list (images.json) that gives
+// each result's image_id its file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/experiment.h"
+#include "data/dataset.h"
+#include "model/yolo_model.h"
+
+namespace detrain::train {
+
+struct PredictSummary {
+  int64_t images = 0;
+  int64_t detections = 0;
+  int64_t unreadable = 0;  // files that did not decode (skipped and named in the log)
+  std::string out_dir;
+};
+
+// `source`: an image file or a directory (its .jpg/.jpeg/.png/.bmp files, sorted by name).
+// Class names and COCO ids come from `dataset` (nullptr: class indices, ids = index).
+PredictSummary predict_images(model::YoloModelImpl& model, const config::Experiment& experiment,
+                              const data::DatasetInfo* dataset, const std::string& source,
+                              const std::string& out_dir);
+
+}  // namespace detrain::train

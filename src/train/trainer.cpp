@@ -1,0 +1,581 @@
+// The training loop; see trainer.h. Reading order: setup (data, model, EMA, criterion,
+// optimizer, schedule, run directory), resume, then the epoch loop with its iteration body,
+// validation and checkpoints.
+#include "train/trainer.h"
+
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "common/errors.h"
+#include "common/log.h"
+#include "common/memory.h"
+#include "common/progress.h"
+#include "common/runtime.h"
+#include "common/timer.h"
+#include "compat/torch_compat.h"
+#include "data/coco_records.h"
+#include "data/dataset.h"
+#include "data/loader.h"
+#include "eval/coco_json.h"
+#include "eval/predictions_json.h"
+#include "eval/validate.h"
+#include "loss/criterion.h"
+#include "model/state_dict.h"
+#include "model/yolo_model.h"
+#include "optim/ema.h"
+#include "optim/optimizer.h"
+#include "optim/optimizer_factory.h"
+#include "optim/param_roles.h"
+#include "optim/schedule.h"
+#include "train/batch_plots.h"
+#include "train/checkpoint.h"
+#include "train/metrics_log.h"
+#include "train/plots.h"
+#include "train/precision.h"
+#include "train/inference_model.h"
+#include "train/run_dir.h"
+#include "train/validation_run.h"
+
+namespace detrain::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Head outputs in fp32 for the loss (autocast leaves them in bf16).
+model::BranchOutput branch_to_float(const model::BranchOutput& b) {
+  auto f = [](const torch::Tensor& t) { return t.defined() ? t.to(torch::kFloat) : t; };
+  return {f(b.boxes), f(b.scores), f(b.kpts), f(b.kpts_sigma)};
+}
+model::TrainOutput to_float(const model::TrainOutput& out) {
+  model::TrainOutput r;
+  r.one2many = branch_to_float(out.one2many);
+  r.one2one = branch_to_float(out.one2one);
+  r.feats = out.feats;
+  return r;
+}
+
+loss::Targets targets_of(const data::Batch& batch, const torch::Device& device) {
+  loss::Targets t;
+  t.batch_idx = batch.batch_idx.to(device);
+  t.cls = batch.cls.to(device);
+  t.boxes_xywhn = batch.boxes_xywhn.to(device);
+  if (batch.keypoints.defined()) t.keypoints = batch.keypoints.to(device);
+  return t;
+}
+
+data::RecordOptions record_options(const config::DataOptions& d, bool train) {
+  data::RecordOptions o;
+  o.skip_missing = d.skip_missing;
+  o.single_cls = d.single_cls;
+  o.fraction = train ? d.fraction : 1.0;
+  return o;
+}
+
+void log_record_stats(const std::string& split, const data::RecordStats& s) {
+  spdlog::info("{}: {} images ({} backgrounds), {} crowd regions kept apart, {} boxes clipped, "
+               "{} empty boxes dropped, {} images missing",
+               split, s.images, s.backgrounds, s.crowd, s.clipped, s.dropped_empty,
+               s.images_missing);
+}
+
+// Parameters of the layers named in train.freeze (model.N...) stop training.
+void freeze_layers(std::vector<model::ParamInfo>& infos, const std::vector<int64_t>& layers) {
+  for (auto& info : infos) {
+    for (int64_t layer : layers) {
+      const std::string prefix = "model." + std::to_string(layer) + ".";
+      if (info.name.rfind(prefix, 0) == 0) {
+        info.trainable = false;
+        info.param.set_requires_grad(false);
+      }
+    }
+  }
+}
+
+ArchIdentity arch_identity(const model::YoloModelImpl& model) {
+  const auto& a = model.arch();
+  ArchIdentity id;
+  id.arch_file = a.path;
+  std::ifstream in(a.path);
+  std::stringstream text;
+  text << in.rdbuf();
+  id.arch_hash = content_hash(text.str());
+  id.scale = a.scale;
+  id.nc = a.nc;
+  if (model.head()->options().pose())
+    id.kpt_shape = {a.kpt_shape[0], a.kpt_shape[1]};
+  return id;
+}
+
+NamedTensors named_grads(const std::vector<model::ParamInfo>& infos) {
+  NamedTensors grads;
+  for (const auto& info : infos)
+    if (info.param.grad().defined()) grads.emplace_back(info.name, info.param.grad().clone());
+  return grads;
+}
+
+const torch::Tensor* find_tensor(const NamedTensors& tensors, const std::string& name) {
+  for (const auto& [n, t] : tensors)
+    if (n == name) return &t;
+  return nullptr;
+}
+
+// Running means of the loss items over the epoch (what the progress line and logs show).
+struct RunningLoss {
+  torch::Tensor sum;  // [n] float64
+  int64_t count = 0;
+  void add(const torch::Tensor& items) {
+    const torch::Tensor d = items.detach().to(torch::kCPU, torch::kDouble);
+    sum = sum.defined() ? sum + d : d;
+    ++count;
+  }
+  std::vector<std::pair<std::string, double>> means(const std::vector<std::string>& names) const {
+    std::vector<std::pair<std::string, double>> out;
+    for (size_t i = 0; i < names.size(); ++i)
+      out.emplace_back(names[i], count ? sum[static_cast<int64_t>(i)].item<double>() / count : 0.0);
+    return out;
+  }
+};
+
+double memory_gb(const torch::Device& device) {
+  if (device.is_cuda()) return compat::cuda_memory_stats(device).reserved_bytes / 1e9;
+  return resident_memory_bytes() / 1e9;
+}
+
+// metrics/precision and metrics/recall columns from a COCO result: recall at IoU 0.5 (maxDets
+// 100, area all) averaged over categories with GT, and the precision at that recall.
+std::pair<double, double> precision_recall(const eval::CocoEvalResult& r) {
+  double p_sum = 0, r_sum = 0;
+  int n = 0;
+  const int a = 0, m = r.num_max_dets - 1;
+  for (int k = 0; k < r.num_categories; ++k) {
+    const double rec = r.recall_at(0, k, a, m);
+    if (rec < 0) continue;
+    // The precision array holds the envelope at each recall threshold: take the last one
+    // reached (the precision where the curve ends).
+    double prec = 0;
+    for (int i = r.num_recall - 1; i >= 0; --i) {
+      const double p = r.precision_at(0, i, k, a, m);
+      if (p > 0) {
+        prec = p;
+        break;
+      }
+    }
+    p_sum += prec;
+    r_sum += rec;
+    ++n;
+  }
+  return n ? std::make_pair(p_sum / n, r_sum / n) : std::make_pair(0.0, 0.0);
+}
+
+}  // namespace
+
+// Everything built once per run.
+struct Trainer {
+  const TrainRequest& request;
+  config::ResolvedConfig resolved;
+  const config::Experiment& x;
+  torch::Device device{torch::kCPU};
+  Precision precision = Precision::kBf16;
+
+  data::DatasetInfo dataset;
+  data::Records train_records;
+  model::YoloModel model{nullptr};
+  std::unique_ptr<optim::ModelEma> ema;
+  std::vector<model::ParamInfo> params;
+  std::vector<torch::Tensor> trainable;
+  std::unique_ptr<loss::Criterion> criterion;
+  std::unique_ptr<optim::Optimizer> optimizer;
+  std::unique_ptr<optim::TrainSchedule> schedule;
+  std::unique_ptr<data::Loader> train_loader;
+  std::unique_ptr<ValidationRun> validation;
+  RunPaths paths;
+  ArchIdentity arch;
+
+  SchedulePosition position;
+  double best_fitness = -std::numeric_limits<double>::infinity();
+  int64_t best_epoch = -1;
+  std::vector<std::vector<double>> history;  // results.csv rows so far
+  TrainSummary summary;
+
+  Trainer(const TrainRequest& r) : request(r), resolved(r.config), x(resolved.experiment) {}
+
+  void setup();
+  void resume_from(const std::string& where);
+  Checkpoint make_checkpoint() const;
+  void save(const std::string& path) const { save_checkpoint(path, make_checkpoint()); }
+  // Runs the iterations of `position.epoch` from `position.iter_in_epoch`; false when the run
+  // was stopped (request.stop or the testing hook) before the epoch ended.
+  bool train_epoch(ProgressLine& progress, MetricsJsonl& jsonl);
+  void validate_and_record(double epoch_seconds);
+  TrainSummary run();
+
+  RunningLoss running;               // this epoch's loss means
+  int64_t iterations_this_process = 0;
+  std::unique_ptr<FiniteGuard> guard;
+  std::unique_ptr<ResultsCsv> results;
+};
+
+void Trainer::setup() {
+  const RuntimeInfo runtime = apply_runtime(x.runtime);
+  device = compat::parse_device(x.runtime.device);
+  precision = parse_precision(x.train.precision);
+  spdlog::info("{}", runtime.summary());
+
+  dataset = data::load_dataset(x.data.dataset);
+  train_records = data::load_records(dataset, "train", record_options(x.data, true));
+  log_record_stats("train", train_records.stats);
+  std::optional<std::array<int64_t, 2>> kpt_shape;
+  if (dataset.has_keypoints()) kpt_shape = std::array<int64_t, 2>{dataset.kpt_count, dataset.kpt_dims};
+
+  model = model::make_model(x.model, dataset.nc(), kpt_shape);
+  if (model->head()->options().pose() && !dataset.has_keypoints())
+    throw DataError(x.data.dataset + ": the data set has no kpt_shape but " + x.model.arch +
+                    " is a pose model; add kpt_shape, flip_idx and oks_sigmas to the descriptor "
+                    "or train a detection architecture");
+  model->to(device);
+  arch = arch_identity(*model);
+  auto ema_model = model::make_model(x.model, dataset.nc(), kpt_shape);
+  ema_model->to(device);
+  ema = std::make_unique<optim::ModelEma>(ema_model.ptr(), *model, optim::ema_options(x.train));
+
+  params = model->param_infos();
+  freeze_layers(params, x.train.freeze);
+  for (const auto& info : params)
+    if (info.trainable) trainable.push_back(info.param);
+
+  criterion = loss::make_criterion(model->head()->options(), x.loss, dataset.oks_sigmas,
+                                   model->head()->flow());
+
+  data::LoaderOptions train_opts =
+      data::LoaderOptions::from(x.data, static_cast<uint64_t>(x.runtime.seed), /*train=*/true);
+  train_opts.stride = static_cast<int>(model->max_stride());
+  train_opts.pin_memory = device.is_cuda();
+  train_loader = std::make_unique<data::Loader>(dataset, train_records.images, x.augment, train_opts);
+  optim::ScheduleSettings settings = optim::schedule_settings(x);
+  const int64_t nb = train_loader->batches_per_epoch();
+  optim::OptimizerRun run;
+  run.batch = x.data.batch;
+  run.accumulate = optim::steady_accumulate(settings);
+  run.nbs = x.train.nbs;
+  run.nc = model->arch().nc;
+  // The reference's auto rule counts ceil(images / max(batch, nbs)) iterations per epoch.
+  const int64_t images = static_cast<int64_t>(train_records.images.size());
+  run.total_iterations =
+      (images + std::max(x.data.batch, x.train.nbs) - 1) / std::max(x.data.batch, x.train.nbs) *
+      x.train.epochs;
+  const optim::OptimizerChoice choice =
+      optim::choose_optimizer(x.optim, run.total_iterations, run.nc);
+  if (choice.automatic) {
+    settings.momentum = choice.momentum;
+    settings.warmup_bias_lr = 0.0;
+    spdlog::info("optimizer auto: {} (lr0 {}, momentum {})", choice.kind, choice.lr0,
+                 choice.momentum);
+  }
+  optimizer = optim::build_optimizer(params, x.optim, run);
+  std::vector<optim::GroupSchedule> groups;
+  for (size_t g = 0; g < optimizer->num_groups(); ++g)
+    groups.push_back({optimizer->lr(g),
+                      optimizer->group_name(g).find("bias") != std::string::npos});
+  schedule = std::make_unique<optim::TrainSchedule>(settings, nb, groups);
+  position.batches_per_epoch = nb;
+
+  validation = std::make_unique<ValidationRun>(x, dataset, x.val.split, *model, device,
+                                                precision == Precision::kBf16);
+}
+
+Checkpoint Trainer::make_checkpoint() const {
+  Checkpoint c;
+  c.arch = arch;
+  c.model = model::state_dict(*model);
+  c.ema = ema->state();
+  optim::OptimizerSnapshot snap = optimizer->snapshot();
+  c.optimizer = {snap.kind, std::move(snap.tensors), std::move(snap.scalars)};
+  c.position = position;
+  c.position.ema_updates = ema->updates();
+  c.generator_states = capture_torch_generators();
+  c.loader_position = {{"epoch", position.epoch}, {"batch", position.iter_in_epoch}};
+  c.config_yaml = config::dump_yaml(x, false);
+  c.config_hash = resolved.hash;
+  nlohmann::ordered_json h = history;
+  c.metrics_json = h.dump();
+  c.best_fitness = best_fitness;
+  c.best_epoch = best_epoch;
+  // Mid-accumulation gradients and the epoch's running loss: a resumed run continues the
+  // very same sums.
+  for (auto& [name, grad] : named_grads(params)) c.extra_tensors.emplace_back("grad/" + name, grad);
+  if (running.sum.defined()) c.extra_tensors.emplace_back("running_loss", running.sum);
+  c.extra_scalars["running_count"] = static_cast<double>(running.count);
+  return c;
+}
+
+void Trainer::resume_from(const std::string& where) {
+  const std::string path =
+      fs::is_directory(where) ? run_paths(where).last_ckpt : where;
+  const Checkpoint c = load_checkpoint(path);
+  check_architecture(c, arch, path);
+  if (c.position.finished)
+    throw ConfigError(path + ": this run already finished every epoch; nothing to resume "
+                      "(start a new run, or raise train.epochs in a new run with model.weights)");
+  if (c.config_hash != resolved.hash) {
+    const config::ResolvedConfig saved = checkpoint_config(c.config_yaml, path, {});
+    const auto changes = config::diff(saved.experiment, x);
+    std::string listed;
+    for (const auto& line : changes) listed += "\n  " + line;
+    if (!request.force)
+      throw ConfigError(path + ": the configuration differs from the checkpoint's (hash " +
+                        c.config_hash + " vs " + resolved.hash + "); resume with the same config, "
+                        "or pass --force to accept:" + listed);
+    spdlog::warn("resuming with a different configuration (--force):{}", listed);
+  }
+  std::map<std::string, torch::Tensor> model_state(c.model.begin(), c.model.end());
+  model::load_state_dict(*model, model_state, path);
+  ema->load_state(c.ema, c.position.ema_updates, path);
+  optimizer->restore({c.optimizer.kind, c.optimizer.tensors, c.optimizer.scalars});
+  restore_torch_generators(c.generator_states);
+  position = c.position;
+  if (position.batches_per_epoch != train_loader->batches_per_epoch())
+    throw ConfigError(path + ": the checkpoint has " + std::to_string(position.batches_per_epoch) +
+                      " batches per epoch but this data set and batch give " +
+                      std::to_string(train_loader->batches_per_epoch()) +
+                      "; resume with the same data and data.batch");
+  best_fitness = c.best_fitness;
+  best_epoch = c.best_epoch;
+  if (!c.metrics_json.empty())
+    history = nlohmann::json::parse(c.metrics_json).get<std::vector<std::vector<double>>>();
+  for (const auto& info : params) {
+    if (const torch::Tensor* g = find_tensor(c.extra_tensors, "grad/" + info.name))
+      info.param.mutable_grad() = g->to(info.param.device()).clone();
+  }
+  if (const torch::Tensor* sum = find_tensor(c.extra_tensors, "running_loss")) running.sum = sum->clone();
+  running.count = static_cast<int64_t>(c.extra_scalars.count("running_count")
+                                           ? c.extra_scalars.at("running_count") : 0);
+  spdlog::info("resumed {} at epoch {} iteration {} ({} optimizer steps)", path,
+               position.epoch + 1, position.iter_in_epoch, position.optimizer_steps);
+}
+
+bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl& jsonl) {
+  const int64_t epoch = position.epoch, epochs = x.train.epochs;
+  const int64_t nb = position.batches_per_epoch;
+  criterion->set_epoch(epoch, epochs);
+  train_loader->set_mosaic(data::mosaic_active(epoch, epochs, x.augment.close_mosaic));
+  train_loader->start_epoch(epoch, position.iter_in_epoch);
+  model->train();
+  progress.header(criterion->names());
+
+  Stopwatch epoch_clock;
+  double wait_ms_total = 0;
+  int64_t images_seen = 0;
+  ProgressState state;
+  state.epoch = epoch;
+  state.epochs = epochs;
+  state.total = nb;
+  for (int64_t iter = position.iter_in_epoch; iter < nb; ++iter) {
+    const bool stop_requested =
+        (request.stop && request.stop->load()) ||
+        (request.stop_after_iterations > 0 &&
+         iterations_this_process >= request.stop_after_iterations);
+    if (stop_requested) return false;
+
+    Stopwatch step_clock;
+    std::optional<data::Batch> batch = train_loader->next();
+    if (!batch) throw DataError("the training loader ended after " + std::to_string(iter) +
+                                " of " + std::to_string(nb) + " batches of epoch " +
+                                std::to_string(epoch + 1));
+    wait_ms_total += batch->data_wait_ms;
+    const int64_t ni = epoch * nb + iter;
+    const optim::IterationHyper hyper = schedule->at(epoch, iter);
+    for (size_t g = 0; g < optimizer->num_groups(); ++g) {
+      optimizer->set_lr(g, hyper.lr[g]);
+      optimizer->set_momentum(g, hyper.momentum);
+    }
+    if (epoch == 0 && iter < x.train.plot_batches && x.train.plots && iterations_this_process == iter)
+      save_train_batch_plot(*batch, dataset, paths.file("train_batch" + std::to_string(iter) + ".jpg"));
+
+    const torch::Tensor images =  // [B, 3, H, W] float in [0, 1]
+        batch->images.to(device, /*non_blocking=*/true).to(torch::kFloat).div_(255.0);
+    model::TrainOutput out;
+    {
+      AutocastScope autocast(precision, device);
+      out = model->forward_train(images);
+    }
+    const loss::LossResult l = (*criterion)(to_float(out), targets_of(*batch, device),
+                                            {images.size(2), images.size(3)});
+    bool good = all_finite(l.total);
+    if (good) l.total.backward();
+    guard->record(good, "loss", epoch, iter);
+
+    if (good && optim::TrainSchedule::optimizer_step_due(ni, position.last_step_ni, hyper.accumulate)) {
+      const GradNorm gn = clip_grad_norm(trainable, x.train.clip_grad_norm);
+      if (gn.finite) {
+        optimizer->step();
+        ++position.optimizer_steps;
+        ema->update();
+      } else {
+        guard->record(false, "gradients", epoch, iter);
+      }
+      optimizer->zero_grad();
+      position.last_step_ni = ni;
+    } else if (!good) {
+      optimizer->zero_grad();
+    }
+    if (guard->exhausted()) {
+      position.bad_steps = guard->bad_steps();
+      throw NumericError(guard->exhausted_message() + "; the last good checkpoint is " +
+                         paths.last_ckpt);
+    }
+    if (good) running.add(l.items);
+    compat::synchronize(device);
+
+    const int64_t b = images.size(0);
+    images_seen += b;
+    position.iter_in_epoch = iter + 1;
+    position.bad_steps = guard->bad_steps();
+    ++iterations_this_process;
+    state.iter = iter + 1;
+    state.losses = running.means(criterion->names());
+    state.instances = batch->cls.size(0);
+    state.imgsz = images.size(3);
+    state.elapsed_s = epoch_clock.seconds();
+    state.images_per_s = state.elapsed_s > 0 ? images_seen / state.elapsed_s : 0;
+    state.data_wait_share = state.elapsed_s > 0 ? wait_ms_total / 1e3 / state.elapsed_s : 0;
+    state.memory_gb = memory_gb(device);
+    progress.update(state);
+
+    if (x.train.log_every > 0 && (iter % x.train.log_every == 0 || iter + 1 == nb)) {
+      StepRecord rec;
+      rec.epoch = epoch;
+      rec.iter = iter;
+      rec.optimizer_steps = position.optimizer_steps;
+      rec.losses = state.losses;
+      for (size_t g = 0; g < optimizer->num_groups(); ++g) rec.lr.push_back(optimizer->lr(g));
+      rec.instances = state.instances;
+      rec.imgsz = state.imgsz;
+      rec.images_per_s = state.images_per_s;
+      rec.data_wait_ms = batch->data_wait_ms;
+      rec.step_ms = step_clock.millis();
+      rec.memory_gb = state.memory_gb;
+      jsonl.append(rec);
+    }
+    if (x.train.save_period_steps > 0 && position.optimizer_steps > 0 &&
+        position.last_step_ni == ni && position.optimizer_steps % x.train.save_period_steps == 0)
+      save(paths.last_ckpt);
+  }
+  progress.finish(state);
+  return true;
+}
+
+void Trainer::validate_and_record(double epoch_seconds) {
+  const int64_t epoch = position.epoch;
+  std::vector<double> row;
+  row.push_back(static_cast<double>(epoch + 1));
+  row.push_back(epoch_seconds);
+  for (const auto& [name, value] : running.means(criterion->names())) row.push_back(value);
+
+  const bool last_epoch = epoch + 1 == x.train.epochs;
+  std::optional<eval::ValidationResult> v;
+  if (x.train.val || last_epoch) {
+    int64_t plotted = 0;
+    auto observer = [&](int64_t index, const eval::ValBatch& b,
+                        const std::vector<eval::ImageDetections>& dets) {
+      if (x.train.plots && plotted++ < x.train.plot_batches)
+        save_val_prediction_plot(b, dets, dataset,
+                                 paths.file("val_pred" + std::to_string(index) + ".jpg"));
+    };
+    v = validation->run(dynamic_cast<model::YoloModelImpl&>(ema->module()), observer);
+    std::cout << eval::stats_table(*v) << std::flush;
+    if (x.val.save_json) eval::write_predictions_json(paths.file("predictions.json"), v->records);
+  }
+  auto add_metrics = [&](const eval::CocoEvalResult* r) {
+    if (!r) {
+      for (int i = 0; i < 4; ++i) row.push_back(std::nan(""));
+      return;
+    }
+    const auto [p, rc] = precision_recall(*r);
+    row.insert(row.end(), {p, rc, r->stats[1], r->stats[0]});
+  };
+  add_metrics(v ? &v->box : nullptr);
+  if (model->head()->options().pose()) add_metrics(v && v->keypoints ? &*v->keypoints : nullptr);
+  for (size_t i = 0; i < criterion->names().size(); ++i) row.push_back(std::nan(""));
+  for (size_t g = 0; g < optimizer->num_groups(); ++g) row.push_back(optimizer->lr(g));
+  results->append(row);
+  history.push_back(row);
+  if (x.train.plots) save_results_png(results->table(), paths.results_png);
+
+  const double fitness = v ? v->fitness() : -std::numeric_limits<double>::infinity();
+  if (v) {
+    summary.box_stats = v->box.stats;
+    summary.keypoint_stats = v->keypoints ? v->keypoints->stats : std::vector<double>{};
+  }
+  position.epoch = epoch + 1;
+  position.iter_in_epoch = 0;
+  position.finished = position.epoch >= x.train.epochs;
+  running = RunningLoss{};
+  const bool improved = v && fitness > best_fitness;
+  if (improved) {
+    best_fitness = fitness;
+    best_epoch = epoch;
+  }
+  save(paths.last_ckpt);
+  if (improved) fs::copy_file(paths.last_ckpt, paths.best_ckpt, fs::copy_options::overwrite_existing);
+}
+
+TrainSummary Trainer::run() {
+  setup();
+  const bool resuming = !request.resume.empty();
+  if (resuming) {
+    const std::string dir = fs::is_directory(request.resume)
+                                ? request.resume
+                                : fs::path(request.resume).parent_path().parent_path().string();
+    paths = run_paths(dir);
+    resume_from(request.resume);
+  } else {
+    paths = create_run_dir(x.train.project, x.train.name, x.train.exist_ok);
+  }
+  add_log_file(paths.train_log);
+  config::save_args_yaml(resolved, paths.args_yaml);
+  std::cout << config::table(resolved) << std::flush;
+  spdlog::info("run directory {}", paths.dir);
+
+  guard = std::make_unique<FiniteGuard>(x.train.max_bad_steps, position.bad_steps);
+  if (resuming) truncate_metrics_jsonl(paths.metrics_jsonl, position.epoch, position.iter_in_epoch);
+  MetricsJsonl jsonl(paths.metrics_jsonl);
+  const auto columns = results_columns(criterion->names(), model->head()->options().pose(),
+                                       static_cast<int>(optimizer->num_groups()));
+  results = std::make_unique<ResultsCsv>(
+      resuming ? ResultsCsv::resume(paths.results_csv, columns, position.epoch)
+               : ResultsCsv(paths.results_csv, columns));
+  ProgressLine progress(parse_progress_mode(x.train.progress, "train.progress"), std::cout,
+                        stdout_is_tty(), x.train.progress_interval_s);
+
+  summary.run_dir = paths.dir;
+  while (position.epoch < x.train.epochs) {
+    Stopwatch epoch_clock;
+    if (!train_epoch(progress, jsonl)) {
+      save(paths.last_ckpt);
+      summary.interrupted = true;
+      spdlog::warn("stopped at epoch {} iteration {}; resume with: detrain train --resume {}",
+                   position.epoch + 1, position.iter_in_epoch, paths.dir);
+      break;
+    }
+    validate_and_record(epoch_clock.seconds());
+  }
+  summary.epochs_completed = position.epoch;
+  summary.optimizer_steps = position.optimizer_steps;
+  summary.best_fitness = best_fitness;
+  summary.best_epoch = best_epoch;
+  return summary;
+}
+
+TrainSummary run_training(const TrainRequest& request) {
+  Trainer trainer(request);
+  return trainer.run();
+}
+
+}  // namespace detrain::train
