@@ -1,0 +1,66 @@
+// COCO instances / person-keypoints JSON -> plain per-image records (no tensors, no DOM): one
+// pass with the evaluator's validating cursor, segmentation skipped. Differs from the
+// reference's convert_coco + txt labels: boxes stay in xyxy pixels of the original image,
+// crowd regions are kept apart (never targets), and duplicate boxes are kept.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+
+namespace detrain::data {
+
+using BoxXyxy = std::array<float, 4>;  // x1, y1, x2, y2
+
+struct ImageRecord {
+  std::string file;  // absolute image path
+  int64_t image_id = 0;
+  int32_t width = 0;  // from the JSON `images` entry
+  int32_t height = 0;
+  std::vector<BoxXyxy> boxes_xyxy_px;  // [N] training targets (non-crowd), clipped to the image
+  std::vector<int32_t> classes;        // [N] contiguous class index
+  std::vector<float> keypoints_px;     // [N, K, 3] x, y, v (v 0 unlabelled, 1 occluded, 2 visible)
+  std::vector<BoxXyxy> crowd_boxes_xyxy_px;  // iscrowd=1 regions: never targets
+};
+
+// What the scan found; a training log prints it and `detrain data stats` shows it.
+struct RecordStats {
+  int64_t images = 0;           // records kept
+  int64_t backgrounds = 0;      // kept records without a target
+  int64_t annotations = 0;      // annotations in the file
+  int64_t crowd = 0;            // iscrowd=1 annotations (kept apart)
+  int64_t clipped = 0;          // boxes that reached outside their image (clipped)
+  int64_t dropped_empty = 0;    // boxes of zero or negative size after clipping (dropped)
+  int64_t images_filtered = 0;  // dropped by keep_images
+  int64_t images_missing = 0;   // files missing at scan time (with skip_missing)
+  std::vector<std::string> missing_examples;  // first few missing paths
+};
+
+struct RecordOptions {
+  bool check_files = true;    // stat every image file at scan time
+  bool skip_missing = false;  // missing files: drop and count instead of failing
+  bool single_cls = false;    // every class becomes class 0
+  double fraction = 1.0;      // keep the first ceil(fraction * n) records (train)
+};
+
+struct Records {
+  std::vector<ImageRecord> images;  // in the JSON's `images` order
+  RecordStats stats;
+};
+
+// Parses `split`'s annotation file of `info`. Throws DataError: malformed JSON (file and byte
+// offset), an annotation whose category id the descriptor does not list (annotation id and
+// image id), an annotation of an unknown image, missing files (the first few paths, unless
+// skip_missing), and IoError when the file cannot be read.
+Records load_records(const DatasetInfo& info, const std::string& split,
+                     const RecordOptions& options = {});
+
+// The same from JSON text already in memory (tests); `source` names it in errors.
+Records parse_records(const std::string& json_text, const std::string& source,
+                      const DatasetInfo& info, const SplitFiles& files,
+                      const RecordOptions& options = {});
+
+}  // namespace detrain::data

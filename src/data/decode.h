@@ -1,0 +1,36 @@
+// Image decode and the reference's load_image resize (long side -> imgsz, aspect kept, ceil).
+// JPEGs go through libturbojpeg when it is available, decoding at the smallest DCT scale
+// (n/8) that still covers the target size, so a 4x downscale costs a fraction of a full
+// decode; the reference always decodes at full size (cv2.imread), so downscaled images can
+// differ by a level or two from it. Other formats use cv::imdecode.
+#pragma once
+
+#include <cstdint>
+#include <opencv2/core.hpp>
+#include <string>
+#include <vector>
+
+namespace detrain::data {
+
+struct DecodedImage {
+  cv::Mat bgr;           // [H, W, 3] uint8 BGR; empty on failure
+  std::string error;     // why decoding failed (corrupt, truncated, unsupported)
+  int source_width = 0;  // size stored in the file (before any DCT downscale)
+  int source_height = 0;
+  bool ok() const { return !bgr.empty(); }
+};
+
+// Decodes encoded bytes. `min_long_side` > 0 allows DCT downscaling while the long side stays
+// at least that large. Never throws for bad data (the error says what happened); truncated
+// JPEGs count as failures.
+DecodedImage decode_image(const std::vector<uint8_t>& bytes, int min_long_side = 0);
+
+// Reads and decodes a file, then resizes so the long side is `long_side` (sides ceil'ed,
+// capped at long_side); `area_downscale` picks INTER_AREA for shrinking (the reference's val
+// path), INTER_LINEAR otherwise. long_side <= 0 keeps the decoded size.
+DecodedImage load_image(const std::string& path, int long_side, bool area_downscale);
+
+// Reads a whole file; false when it cannot be read.
+bool read_file_bytes(const std::string& path, std::vector<uint8_t>& out);
+
+}  // namespace detrain::data

@@ -1,0 +1,153 @@
+// Transform chains; see pipeline.h.
+#include "data/pipeline.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "common/errors.h"
+#include "common/rng.h"
+#include "data/decode.h"
+#include "data/flip.h"
+#include "data/hsv.h"
+#include "data/letterbox.h"
+#include "data/mosaic.h"
+#include "data/random_affine.h"
+
+namespace detrain::data {
+
+namespace {
+
+// Stream ids: the augmentation stream is separate from the shuffle stream of the loader.
+constexpr uint64_t kAugmentStream = 0xa11;
+// Replacement attempts before a run of undecodable files becomes fatal.
+constexpr int64_t kMaxReplacements = 64;
+
+// Transforms that edit pixels in place must not touch an image the cache still holds.
+void own_image(Sample& s, const cv::Mat& shared) {
+  if (s.image.data == shared.data) s.image = s.image.clone();
+}
+
+}  // namespace
+
+ImageSource::ImageSource(const std::vector<ImageRecord>& records, int64_t kpt_count, int imgsz,
+                         bool area_downscale, ImageCache* cache)
+    : records_(records),
+      kpt_count_(kpt_count),
+      imgsz_(imgsz),
+      area_downscale_(area_downscale),
+      cache_(cache) {}
+
+bool ImageSource::known_bad(int64_t index) const {
+  std::lock_guard<std::mutex> lock(bad_mutex_);
+  return bad_.count(index) > 0;
+}
+
+void ImageSource::mark_bad(int64_t index, const std::string& error) {
+  std::lock_guard<std::mutex> lock(bad_mutex_);
+  if (bad_.insert(index).second)
+    spdlog::warn("skipping image {} ({}); it is replaced by the next image that decodes",
+                 records_[static_cast<size_t>(index)].file, error);
+}
+
+int64_t ImageSource::corrupt_count() const {
+  std::lock_guard<std::mutex> lock(bad_mutex_);
+  return static_cast<int64_t>(bad_.size());
+}
+
+Sample ImageSource::load(int64_t index) {
+  const auto n = static_cast<int64_t>(records_.size());
+  for (int64_t attempt = 0; attempt < std::min(n, kMaxReplacements); ++attempt) {
+    const int64_t i = (index + attempt) % n;
+    if (known_bad(i)) continue;
+    cv::Mat image = cache_ ? cache_->get(i) : cv::Mat();
+    if (image.empty()) {
+      DecodedImage d = load_image(records_[static_cast<size_t>(i)].file, imgsz_, area_downscale_);
+      ++decodes_;
+      if (!d.ok()) {
+        mark_bad(i, d.error);
+        continue;
+      }
+      image = d.bgr;
+      if (cache_) cache_->put(i, image);
+    }
+    return sample_from_record(records_[static_cast<size_t>(i)], kpt_count_, image, i);
+  }
+  throw DataError("no decodable image among " + std::to_string(std::min(n, kMaxReplacements)) +
+                  " records from " + records_[static_cast<size_t>(index)].file +
+                  " on; check the image files (see the warnings above)");
+}
+
+Sample make_train_sample(ImageSource& source, const TrainChainOptions& o, bool mosaic,
+                         const std::vector<int64_t>& order, size_t position, int64_t epoch) {
+  const int64_t index = order[position];
+  Rng rng(o.seed, {kAugmentStream, static_cast<uint64_t>(epoch), static_cast<uint64_t>(index)});
+  const auto& aug = o.augment;
+  const int s = o.imgsz;
+  Sample sample;
+  if (mosaic && rng.bernoulli(aug.mosaic)) {
+    std::array<Sample, 4> tiles;
+    tiles[0] = source.load(index);
+    const size_t window =
+        o.mosaic_window == 0 ? order.size() : std::min(o.mosaic_window, position + 1);
+    for (size_t t = 1; t < 4; ++t) {
+      const size_t pick = rng.below(window);
+      const int64_t partner =
+          o.mosaic_window == 0 ? order[pick] : order[position + 1 - window + pick];
+      tiles[t] = source.load(partner);
+    }
+    const auto [xc, yc] = draw_mosaic_center(rng, s);
+    sample = mosaic4({&tiles[0], &tiles[1], &tiles[2], &tiles[3]}, s, xc, yc);
+    warp_sample(sample, draw_affine(rng, aug, 2 * s, 2 * s, s, s), s, s);
+  } else {
+    sample = source.load(index);
+    const cv::Mat loaded = sample.image;
+    letterbox(sample, {s, s, true, true, 114});
+    warp_sample(sample, draw_affine(rng, aug, s, s, s, s), s, s);
+    own_image(sample, loaded);
+  }
+  apply_hsv(sample.image, draw_hsv(rng, aug.hsv_h, aug.hsv_s, aug.hsv_v));
+  if (rng.bernoulli(aug.flipud)) flip_vertical(sample);
+  const bool can_flip_lr = sample.kpt_count == 0 || !o.flip_idx.empty();
+  if (rng.bernoulli(aug.fliplr) && can_flip_lr) flip_horizontal(sample, o.flip_idx);
+  sample.keep_bgr = rng.bernoulli(aug.bgr);
+  return sample;
+}
+
+Sample make_val_sample(ImageSource& source, int64_t index, int shape_h, int shape_w) {
+  Sample sample = source.load(index);
+  letterbox(sample, {shape_h, shape_w, false, true, 114});
+  return sample;
+}
+
+RectBatches plan_rect_batches(const std::vector<ImageRecord>& records, int64_t batch, int imgsz,
+                              int stride, double pad) {
+  RectBatches plan;
+  const size_t n = records.size();
+  std::vector<double> ar(n);
+  for (size_t i = 0; i < n; ++i) ar[i] = static_cast<double>(records[i].height) / records[i].width;
+  plan.order.resize(n);
+  std::iota(plan.order.begin(), plan.order.end(), 0);
+  std::stable_sort(plan.order.begin(), plan.order.end(),
+                   [&](int64_t a, int64_t b) { return ar[size_t(a)] < ar[size_t(b)]; });
+  const auto b = static_cast<size_t>(batch);
+  for (size_t start = 0; start < n; start += b) {
+    double lo = 1e300, hi = 0;
+    for (size_t j = start; j < std::min(n, start + b); ++j) {
+      lo = std::min(lo, ar[size_t(plan.order[j])]);
+      hi = std::max(hi, ar[size_t(plan.order[j])]);
+    }
+    double sh = 1, sw = 1;  // [h, w] relative to imgsz
+    if (hi < 1)
+      sh = hi;
+    else if (lo > 1)
+      sw = 1 / lo;
+    plan.shapes_hw.push_back({static_cast<int>(std::ceil(sh * imgsz / stride + pad)) * stride,
+                              static_cast<int>(std::ceil(sw * imgsz / stride + pad)) * stride});
+  }
+  return plan;
+}
+
+}  // namespace detrain::data

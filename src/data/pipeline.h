@@ -1,0 +1,78 @@
+// The per-sample transform chains. Train: mosaic (p = augment.mosaic, partners drawn from a
+// window of recent positions in the epoch order) or load + letterbox, then RandomPerspective,
+// HSV, vertical and horizontal flips. Val: load (long side = imgsz) + letterbox to the batch's
+// rect shape without scale-up. Every random draw comes from one Rng stream named by (seed,
+// epoch, record), so a sample never depends on which thread builds it; mixup is not
+// implemented (the reference default is 0).
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "config/augment_options.h"
+#include "data/coco_records.h"
+#include "data/image_cache.h"
+#include "data/sample.h"
+
+namespace detrain::data {
+
+// Loads record images (decode + long-side resize) through a shared cache. A file that fails
+// to decode is warned about once, counted, and replaced by the next record that decodes, so
+// an epoch never stops on a bad JPEG.
+class ImageSource {
+ public:
+  // `cache` may be null (no reuse). area_downscale: INTER_AREA when shrinking (val).
+  ImageSource(const std::vector<ImageRecord>& records, int64_t kpt_count, int imgsz,
+              bool area_downscale, ImageCache* cache);
+
+  // Record `index` (or its replacement) as a sample in the resized image's pixels.
+  Sample load(int64_t index);
+
+  int64_t corrupt_count() const;
+  int64_t decodes() const { return decodes_.load(); }
+  const std::vector<ImageRecord>& records() const { return records_; }
+
+ private:
+  bool known_bad(int64_t index) const;
+  void mark_bad(int64_t index, const std::string& error);
+
+  const std::vector<ImageRecord>& records_;
+  int64_t kpt_count_;
+  int imgsz_;
+  bool area_downscale_;
+  ImageCache* cache_;
+  mutable std::mutex bad_mutex_;
+  std::set<int64_t> bad_;
+  std::atomic<int64_t> decodes_{0};
+};
+
+struct TrainChainOptions {
+  int imgsz = 640;
+  config::AugmentOptions augment;
+  std::vector<int64_t> flip_idx;  // [K]; empty with keypoints disables fliplr
+  uint64_t seed = 0;
+  // Mosaic partners come from the last `mosaic_window` positions of the epoch order (the
+  // reference's buffer of min(n, 8 * batch, 1000) recent images); 0 draws from the whole set
+  // (the reference with cache=ram).
+  size_t mosaic_window = 128;
+};
+
+// The augmented sample at `position` of the epoch `order` (record indices).
+Sample make_train_sample(ImageSource& source, const TrainChainOptions& options, bool mosaic,
+                         const std::vector<int64_t>& order, size_t position, int64_t epoch);
+
+// The val sample of record `index`, letterboxed (no scale-up, centred) to shape_h x shape_w.
+Sample make_val_sample(ImageSource& source, int64_t index, int shape_h, int shape_w);
+
+// Val rect batches: records sorted by aspect ratio (h / w, stable) and one input shape per
+// batch, ceil(ratio * imgsz / stride + pad) * stride, as the reference's set_rectangle.
+struct RectBatches {
+  std::vector<int64_t> order;                 // record indices in batch order
+  std::vector<std::array<int, 2>> shapes_hw;  // [batches] input height, width
+};
+RectBatches plan_rect_batches(const std::vector<ImageRecord>& records, int64_t batch, int imgsz,
+                              int stride = 32, double pad = 0.5);
+
+}  // namespace detrain::data

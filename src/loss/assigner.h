@@ -1,0 +1,43 @@
+// Task-aligned label assignment (the reference's TaskAlignedAssigner in tal.py): candidates
+// inside the gt (sides under the smallest stride widened to the second stride), metric
+// score^alpha * CIoU^beta, top-k per gt, conflicts to the highest CIoU, optional top-k2 pass
+// (one-to-one), soft targets. Differs in memory only: one image at a time, candidate pairs in
+// chunks of gts, so thousands of gts x 8400 anchors stay within a few hundred MB.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace detrain::loss {
+
+struct AssignerOptions {
+  int64_t topk = 10;
+  int64_t topk2 = 0;  // second pass among survivors per gt (one-to-one: 1); 0 = off
+  int64_t num_classes = 80;
+  double alpha = 0.5;
+  double beta = 6.0;
+  double eps = 1e-9;
+  std::vector<int64_t> strides{8, 16, 32};
+  // Upper bound on (gts x anchors) pairs handled at once when finding candidates.
+  int64_t chunk_pairs = int64_t{1} << 21;
+};
+
+struct Assignment {
+  torch::Tensor target_labels;  // [B, A] int64 class (background: that of gt row 0)
+  torch::Tensor target_bboxes;  // [B, A, 4] xyxy px (background: gt row 0's box)
+  torch::Tensor target_scores;  // [B, A, C] soft one-hot, 0 for background
+  torch::Tensor fg_mask;        // [B, A] bool
+  torch::Tensor target_gt_idx;  // [B, A] int64 gt row within the image, 0 for background
+};
+
+// pd_scores [B, A, C] probabilities; pd_bboxes [B, A, 4] xyxy px; anchor_points_px [A, 2];
+// gt_labels [B, M, 1]; gt_bboxes [B, M, 4] xyxy px; mask_gt [B, M, 1] 1 for real rows.
+// No gradient flows through the result.
+Assignment assign(const AssignerOptions& options, const torch::Tensor& pd_scores,
+                  const torch::Tensor& pd_bboxes, const torch::Tensor& anchor_points_px,
+                  const torch::Tensor& gt_labels, const torch::Tensor& gt_bboxes,
+                  const torch::Tensor& mask_gt);
+
+}  // namespace detrain::loss

@@ -1,0 +1,155 @@
+// Parity of LetterBox and RandomPerspective with the reference outputs in
+// augment.safetensors (golden README section 6): images bit-exact (the reference used
+// OpenCV's resize / copyMakeBorder / warpAffine as we do), boxes and keypoints within 1e-4 px,
+// and the same boxes kept.
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+#include <opencv2/core.hpp>
+
+#include "data/letterbox.h"
+#include "data/random_affine.h"
+#include "model/safetensors.h"
+#include "model/tensor_checks.h"
+#include "test_support.h"
+
+using namespace detrain;
+using namespace detrain::data;
+
+namespace {
+
+// Boxes and keypoints: the golden README's tolerance for perspective (float32 round-off).
+constexpr double kLabelTolerancePx = 1e-4;
+
+cv::Mat to_mat(const torch::Tensor& hwc) {
+  torch::Tensor t = hwc.contiguous();
+  return cv::Mat(static_cast<int>(t.size(0)), static_cast<int>(t.size(1)), CV_8UC3,
+                 t.data_ptr<uint8_t>())
+      .clone();
+}
+
+torch::Tensor to_tensor(const cv::Mat& m) {
+  return torch::from_blob(m.data, {m.rows, m.cols, 3}, torch::kUInt8).clone();
+}
+
+torch::Tensor boxes_tensor(const Sample& s) {
+  torch::Tensor t = torch::empty({static_cast<int64_t>(s.size()), 4});  // [N, 4]
+  for (size_t i = 0; i < s.size(); ++i)
+    for (int j = 0; j < 4; ++j) t[int64_t(i)][j] = s.boxes_xyxy_px[i][size_t(j)];
+  return t;
+}
+
+// Counts differing pixels and names the first few (row, col, channel: ours vs reference).
+std::string image_mismatch(const torch::Tensor& ours, const torch::Tensor& ref) {
+  const auto diff = (ours.to(torch::kInt32) - ref.to(torch::kInt32)).abs();
+  const auto idx = torch::nonzero(diff);
+  std::string out = std::to_string(idx.size(0)) + " differing values";
+  for (int64_t i = 0; i < std::min<int64_t>(idx.size(0), 5); ++i) {
+    const auto y = idx[i][0].item<int64_t>(), x = idx[i][1].item<int64_t>(),
+               c = idx[i][2].item<int64_t>();
+    out += "; (" + std::to_string(y) + "," + std::to_string(x) + "," + std::to_string(c) +
+           ") ours " + std::to_string(ours[y][x][c].item<int>()) + " ref " +
+           std::to_string(ref[y][x][c].item<int>());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("letterbox matches the reference bit for bit", "[parity][data][augment]") {
+  const auto path = test::golden_or_skip("augment.safetensors");
+  if (!path) return;
+  const auto golden = model::read_safetensors(*path);
+  // letterbox640 has r = 1 and top 107: rows 107..532 are the decoded source (golden README).
+  const torch::Tensor source =
+      golden.at("letterbox640.output").slice(0, 107, 533);               // [426, 640, 3]
+  const torch::Tensor xywhn = golden.at("letterbox.input_boxes_xywhn");  // [3, 4]
+
+  struct Case {
+    const char* name;
+    torch::Tensor input;
+    int size;
+  };
+  const std::vector<Case> cases = {
+      {"letterbox640", source, 640},
+      {"letterbox160", source, 160},  // 106.5 rows round to 106 (Python's half-to-even)
+      {"letterbox_crop192", source.slice(0, 100, 200).slice(1, 200, 350), 192}};
+  for (const auto& c : cases) {
+    SECTION(c.name) {
+      Sample s;
+      s.image = to_mat(c.input);
+      const float w = static_cast<float>(s.width()), h = static_cast<float>(s.height());
+      for (int64_t i = 0; i < xywhn.size(0); ++i) {
+        const auto b = xywhn[i];
+        const float cx = b[0].item<float>() * w, cy = b[1].item<float>() * h;
+        const float bw = b[2].item<float>() * w, bh = b[3].item<float>() * h;
+        s.boxes_xyxy_px.push_back({cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2});
+        s.classes.push_back(0);
+      }
+      letterbox(s, {c.size, c.size, true, true, 114});
+      const torch::Tensor ref = golden.at(std::string(c.name) + ".output");
+      const torch::Tensor ours = to_tensor(s.image);
+      REQUIRE(ours.sizes() == ref.sizes());
+      INFO(image_mismatch(ours, ref));
+      CHECK(torch::equal(ours, ref));
+      const auto report = test::check_close(c.name, boxes_tensor(s),
+                                            golden.at(std::string(c.name) + ".boxes_xyxy_px"), 0,
+                                            kLabelTolerancePx);
+      INFO(report.details);
+      CHECK(report.ok);
+    }
+  }
+}
+
+TEST_CASE("random perspective with the reference's matrix matches its outputs",
+          "[parity][data][augment]") {
+  const auto path = test::golden_or_skip("augment.safetensors");
+  if (!path) return;
+  const auto golden = model::read_safetensors(*path);
+  const torch::Tensor boxes = golden.at("perspective.input_boxes_xyxy_px");  // [5, 4]
+  const torch::Tensor kpts = golden.at("perspective.input_keypoints_px");    // [5, 17, 3]
+  for (const char* name : {"general", "default"}) {
+    SECTION(name) {
+      const std::string p = std::string("perspective.") + name;
+      Sample s;
+      s.image = to_mat(golden.at("letterbox160.output"));
+      s.kpt_count = 17;
+      for (int64_t i = 0; i < boxes.size(0); ++i) {
+        s.boxes_xyxy_px.push_back({boxes[i][0].item<float>(), boxes[i][1].item<float>(),
+                                   boxes[i][2].item<float>(), boxes[i][3].item<float>()});
+        s.classes.push_back(static_cast<int32_t>(i));  // the row number, to see which are kept
+      }
+      const auto flat = kpts.contiguous();
+      s.keypoints_px.assign(flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel());
+      AffineDraw draw;
+      const torch::Tensor m = golden.at(p + ".M");
+      for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 3; ++c) draw.matrix(r, c) = m[r][c].item<float>();
+      draw.scale = golden.at(p + ".scale")[0].item<float>();
+      warp_sample(s, draw, 160, 160);
+
+      const torch::Tensor ref_img = golden.at(p + ".output_img");
+      const torch::Tensor ours = to_tensor(s.image);
+      INFO(image_mismatch(ours, ref_img));
+      CHECK(torch::equal(ours, ref_img));
+
+      const torch::Tensor kept = golden.at(p + ".kept");  // [5] bool
+      std::vector<int32_t> expected_rows;
+      for (int64_t i = 0; i < kept.size(0); ++i)
+        if (kept[i].item<bool>()) expected_rows.push_back(static_cast<int32_t>(i));
+      REQUIRE(s.classes == expected_rows);
+
+      const auto box_report =
+          test::check_close(p + " boxes", boxes_tensor(s), golden.at(p + ".output_boxes_xyxy_px"),
+                            0, kLabelTolerancePx);
+      INFO(box_report.details);
+      CHECK(box_report.ok);
+      const torch::Tensor ours_kpts =
+          torch::from_blob(s.keypoints_px.data(), {static_cast<int64_t>(s.size()), 17, 3}).clone();
+      const auto kpt_report = test::check_close(
+          p + " keypoints", ours_kpts, golden.at(p + ".output_keypoints_px"), 0, kLabelTolerancePx);
+      INFO(kpt_report.details);
+      CHECK(kpt_report.ok);
+    }
+  }
+}
