@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "common/errors.h"
 #include "common/runtime.h"
 #include "data/dataset.h"
 #include "train/inference_model.h"

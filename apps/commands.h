@@ -31,6 +31,12 @@ Command add_config_command(CLI::App& root);
 Command add_bench_command(CLI::App& root);
 Command add_model_command(CLI::App& root);
 Command add_eval_command(CLI::App& root);
+Command add_train_command(CLI::App& root);
+Command add_val_command(CLI::App& root);
+Command add_predict_command(CLI::App& root);
+
+// `detrain data` kinds (registered in cmd_data.cpp).
+Command add_data_synth(CLI::App& data);
 
 // `detrain bench` kinds (registered in cmd_bench.cpp).
 Command add_bench_model(CLI::App& bench);

@@ -38,6 +38,9 @@ int main(int argc, char** argv) {
   commands.push_back(cli::add_model_command(app));
   commands.push_back(cli::add_bench_command(app));
   commands.push_back(cli::add_eval_command(app));
+  commands.push_back(cli::add_train_command(app));
+  commands.push_back(cli::add_val_command(app));
+  commands.push_back(cli::add_predict_command(app));
 
   try {
     app.parse(argc, argv);

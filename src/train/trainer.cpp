@@ -347,8 +347,12 @@ void Trainer::resume_from(const std::string& where) {
                       "; resume with the same data and data.batch");
   best_fitness = c.best_fitness;
   best_epoch = c.best_epoch;
+  // results.csv rows; JSON writes NaN (columns without a value) as null.
   if (!c.metrics_json.empty())
-    history = nlohmann::json::parse(c.metrics_json).get<std::vector<std::vector<double>>>();
+    for (const auto& row : nlohmann::json::parse(c.metrics_json)) {
+      history.emplace_back();
+      for (const auto& v : row) history.back().push_back(v.is_number() ? v.get<double>() : std::nan(""));
+    }
   for (const auto& info : params) {
     if (const torch::Tensor* g = find_tensor(c.extra_tensors, "grad/" + info.name))
       info.param.mutable_grad() = g->to(info.param.device()).clone();

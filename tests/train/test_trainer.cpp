@@ -14,6 +14,7 @@
 #include "test_support.h"
 #include "train/checkpoint.h"
 #include "train/metrics_log.h"
+#include "train/run_dir.h"
 #include "train/trainer.h"
 
 using namespace detrain;
