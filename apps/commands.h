@@ -31,9 +31,11 @@ Command add_config_command(CLI::App& root);
 Command add_bench_command(CLI::App& root);
 Command add_model_command(CLI::App& root);
 Command add_eval_command(CLI::App& root);
+Command add_data_command(CLI::App& root);
 
 // `detrain bench` kinds (registered in cmd_bench.cpp).
 Command add_bench_model(CLI::App& bench);
 Command add_bench_eval(CLI::App& bench);
+Command add_bench_loader(CLI::App& bench);
 
 }  // namespace detrain::cli

@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   commands.push_back(cli::add_model_command(app));
   commands.push_back(cli::add_bench_command(app));
   commands.push_back(cli::add_eval_command(app));
+  commands.push_back(cli::add_data_command(app));
 
   try {
     app.parse(argc, argv);
