@@ -28,7 +28,7 @@ int run_predict(const PredictArgs& args) {
   // Class names from the data set when its descriptor is at hand.
   std::optional<data::DatasetInfo> dataset;
   try {
-    dataset = data::load_dataset(x.data.dataset);
+    dataset = data::load_dataset(x.data.dataset, x.data.root);
   } catch (const Error&) {
     std::cerr << "detrain: note: " << x.data.dataset
               << " is not readable here; classes are shown as indices\n";

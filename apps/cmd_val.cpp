@@ -34,7 +34,7 @@ int run_val(const ValArgs& args) {
   apply_runtime(x.runtime);
   const torch::Device device = compat::parse_device(x.runtime.device);
   m.model->to(device);
-  const data::DatasetInfo dataset = data::load_dataset(x.data.dataset);
+  const data::DatasetInfo dataset = data::load_dataset(x.data.dataset, x.data.root);
   if (m.model->head()->options().pose() && !dataset.has_keypoints())
     throw DataError(x.data.dataset + " has no kpt_shape but " + args.weights +
                     " is a pose model; add kpt_shape, flip_idx and oks_sigmas to the descriptor");

@@ -37,9 +37,12 @@ Command add_predict_command(CLI::App& root);
 
 // `detrain data` kinds (registered in cmd_data.cpp).
 Command add_data_synth(CLI::App& data);
+Command add_data_command(CLI::App& root);
 
 // `detrain bench` kinds (registered in cmd_bench.cpp).
 Command add_bench_model(CLI::App& bench);
 Command add_bench_eval(CLI::App& bench);
+Command add_bench_optim(CLI::App& bench);
+Command add_bench_loader(CLI::App& bench);
 
 }  // namespace detrain::cli

@@ -7,6 +7,7 @@ namespace detrain::config {
 
 struct DataOptions {
   std::string dataset = "data/coco-mini.yaml";
+  std::string root;
   int64_t imgsz = 640;
   int64_t batch = 16;
   int64_t workers = 2;
@@ -19,6 +20,7 @@ struct DataOptions {
   template <class V>
   void visit(V& v) {
     v("dataset", dataset, "data-set descriptor YAML (data/*.yaml)");
+    v("root", root, "data root replacing the descriptor's path (empty: the descriptor's)");
     v("imgsz", imgsz, "train/val image size in pixels (a multiple of 32)",
       Constraint::range(32, 8192));
     v("batch", batch, "images per training batch (validation uses twice this)",

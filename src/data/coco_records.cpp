@@ -282,6 +282,14 @@ Records parse_input(eval::JsonInput input, const std::string& source, const Data
 
 }  // namespace
 
+RecordOptions RecordOptions::from(const config::DataOptions& data, bool train) {
+  RecordOptions o;
+  o.skip_missing = data.skip_missing;
+  o.single_cls = data.single_cls;
+  o.fraction = train ? data.fraction : 1.0;
+  return o;
+}
+
 Records load_records(const DatasetInfo& info, const std::string& split,
                      const RecordOptions& options) {
   const SplitFiles& files = info.split(split);

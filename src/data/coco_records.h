@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "config/data_options.h"
 #include "data/dataset.h"
 
 namespace detrain::data {
@@ -43,7 +44,10 @@ struct RecordOptions {
   bool check_files = true;    // stat every image file at scan time
   bool skip_missing = false;  // missing files: drop and count instead of failing
   bool single_cls = false;    // every class becomes class 0
-  double fraction = 1.0;      // keep the first ceil(fraction * n) records (train)
+  double fraction = 1.0;      // keep the first round(fraction * n) records (train)
+
+  // data.skip_missing / single_cls, and data.fraction for the train split.
+  static RecordOptions from(const config::DataOptions& data, bool train);
 };
 
 struct Records {

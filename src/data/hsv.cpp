@@ -17,20 +17,27 @@ HsvGains draw_hsv(Rng& rng, double hgain, double sgain, double vgain) {
 
 void apply_hsv(cv::Mat& bgr, const HsvGains& g) {
   if (g.h == 0 && g.s == 0 && g.v == 0) return;
-  cv::Mat lut(1, 256, CV_8UC3);
-  auto* table = lut.ptr<cv::Vec3b>();
+  uint8_t hue[256], sat[256], val[256];
   for (int x = 0; x < 256; ++x) {
     // Python's % is a floored modulo (never negative); the casts truncate like astype(uint8).
-    double hue = std::fmod(x + g.h * 180.0, 180.0);
-    if (hue < 0) hue += 180.0;
-    table[x][0] = static_cast<uint8_t>(hue);
-    table[x][1] = static_cast<uint8_t>(std::clamp(x * (1 + g.s), 0.0, 255.0));
-    table[x][2] = static_cast<uint8_t>(std::clamp(x * (1 + g.v), 0.0, 255.0));
+    double h = std::fmod(x + g.h * 180.0, 180.0);
+    if (h < 0) h += 180.0;
+    hue[x] = static_cast<uint8_t>(h);
+    sat[x] = static_cast<uint8_t>(std::clamp(x * (1 + g.s), 0.0, 255.0));
+    val[x] = static_cast<uint8_t>(std::clamp(x * (1 + g.v), 0.0, 255.0));
   }
-  table[0][1] = 0;  // the reference keeps saturation 0 at 0 (greys stay grey)
+  sat[0] = 0;  // the reference keeps saturation 0 at 0 (greys stay grey)
   cv::Mat hsv;
   cv::cvtColor(bgr, hsv, cv::COLOR_BGR2HSV);
-  cv::LUT(hsv, lut, hsv);
+  // Three byte tables in one pass: cv::LUT with a 3-channel table is twice as slow here.
+  for (int y = 0; y < hsv.rows; ++y) {
+    uint8_t* p = hsv.ptr<uint8_t>(y);
+    for (int x = 0; x < 3 * hsv.cols; x += 3) {
+      p[x] = hue[p[x]];
+      p[x + 1] = sat[p[x + 1]];
+      p[x + 2] = val[p[x + 2]];
+    }
+  }
   cv::cvtColor(hsv, bgr, cv::COLOR_HSV2BGR);
 }
 

@@ -1,7 +1,7 @@
 // RandomHSV: gains r = U(-1, 1) * (hgain, sgain, vgain) applied through lookup tables in HSV
 // space (hue shifted by r_h * 180 mod 180, saturation and value scaled by 1 + r and clipped).
-// One cv::LUT call with a 3-channel table between the two colour conversions, where the
-// reference splits and merges the planes (same result, fewer passes).
+// One pass of three byte tables between the two colour conversions, where the reference
+// splits and merges the planes (same result, fewer passes).
 #pragma once
 
 #include <opencv2/core.hpp>

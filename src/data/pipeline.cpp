@@ -2,6 +2,7 @@
 #include "data/pipeline.h"
 
 #include <spdlog/spdlog.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cmath>
@@ -24,6 +25,13 @@ namespace {
 constexpr uint64_t kAugmentStream = 0xa11;
 // Replacement attempts before a run of undecodable files becomes fatal.
 constexpr int64_t kMaxReplacements = 64;
+
+// CPU time of the calling thread: stage costs that a busy machine does not inflate.
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
 
 // Transforms that edit pixels in place must not touch an image the cache still holds.
 void own_image(Sample& s, const cv::Mat& shared) {
@@ -81,12 +89,21 @@ Sample ImageSource::load(int64_t index) {
 }
 
 Sample make_train_sample(ImageSource& source, const TrainChainOptions& o, bool mosaic,
-                         const std::vector<int64_t>& order, size_t position, int64_t epoch) {
+                         const std::vector<int64_t>& order, size_t position, int64_t epoch,
+                         ChainTimes* times) {
   const int64_t index = order[position];
   Rng rng(o.seed, {kAugmentStream, static_cast<uint64_t>(epoch), static_cast<uint64_t>(index)});
   const auto& aug = o.augment;
   const int s = o.imgsz;
+  double last = times ? thread_cpu_ms() : 0.0;
+  auto lap = [&](double ChainTimes::*stage) {
+    if (!times) return;
+    const double now = thread_cpu_ms();
+    times->*stage += now - last;
+    last = now;
+  };
   Sample sample;
+  AffineDraw draw;
   if (mosaic && rng.bernoulli(aug.mosaic)) {
     std::array<Sample, 4> tiles;
     tiles[0] = source.load(index);
@@ -98,21 +115,29 @@ Sample make_train_sample(ImageSource& source, const TrainChainOptions& o, bool m
           o.mosaic_window == 0 ? order[pick] : order[position + 1 - window + pick];
       tiles[t] = source.load(partner);
     }
+    lap(&ChainTimes::load);
     const auto [xc, yc] = draw_mosaic_center(rng, s);
-    sample = mosaic4({&tiles[0], &tiles[1], &tiles[2], &tiles[3]}, s, xc, yc);
-    warp_sample(sample, draw_affine(rng, aug, 2 * s, 2 * s, s, s), s, s);
+    draw = draw_affine(rng, aug, 2 * s, 2 * s, s, s);
+    lap(&ChainTimes::place);
+    sample = mosaic_warp({&tiles[0], &tiles[1], &tiles[2], &tiles[3]}, s, xc, yc, draw);
   } else {
     sample = source.load(index);
+    lap(&ChainTimes::load);
     const cv::Mat loaded = sample.image;
     letterbox(sample, {s, s, true, true, 114});
-    warp_sample(sample, draw_affine(rng, aug, s, s, s, s), s, s);
+    draw = draw_affine(rng, aug, s, s, s, s);
+    lap(&ChainTimes::place);
+    warp_sample(sample, draw, s, s);
     own_image(sample, loaded);
   }
+  lap(&ChainTimes::warp);
   apply_hsv(sample.image, draw_hsv(rng, aug.hsv_h, aug.hsv_s, aug.hsv_v));
+  lap(&ChainTimes::hsv);
   if (rng.bernoulli(aug.flipud)) flip_vertical(sample);
   const bool can_flip_lr = sample.kpt_count == 0 || !o.flip_idx.empty();
   if (rng.bernoulli(aug.fliplr) && can_flip_lr) flip_horizontal(sample, o.flip_idx);
   sample.keep_bgr = rng.bernoulli(aug.bgr);
+  lap(&ChainTimes::flip);
   return sample;
 }
 

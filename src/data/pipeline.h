@@ -59,9 +59,16 @@ struct TrainChainOptions {
   size_t mosaic_window = 128;
 };
 
-// The augmented sample at `position` of the epoch `order` (record indices).
+// CPU milliseconds of the calling thread per stage, summed over calls (`detrain bench loader`).
+struct ChainTimes {
+  double load = 0, place = 0, warp = 0, hsv = 0, flip = 0;
+};
+
+// The augmented sample at `position` of the epoch `order` (record indices). `times`, when
+// given, accumulates the time of each stage.
 Sample make_train_sample(ImageSource& source, const TrainChainOptions& options, bool mosaic,
-                         const std::vector<int64_t>& order, size_t position, int64_t epoch);
+                         const std::vector<int64_t>& order, size_t position, int64_t epoch,
+                         ChainTimes* times = nullptr);
 
 // The val sample of record `index`, letterboxed (no scale-up, centred) to shape_h x shape_w.
 Sample make_val_sample(ImageSource& source, int64_t index, int shape_h, int shape_w);

@@ -78,6 +78,11 @@ void warp_sample(Sample& s, const AffineDraw& d, int out_w, int out_h) {
                      cv::BORDER_CONSTANT, cv::Scalar::all(114));
     s.image = out;
   }
+  warp_labels(s, d, out_w, out_h);
+}
+
+void warp_labels(Sample& s, const AffineDraw& d, int out_w, int out_h) {
+  const cv::Matx33f& m = d.matrix;
   const std::vector<BoxXyxy> before = s.boxes_xyxy_px;
   for (auto& b : s.boxes_xyxy_px) {
     const float xs[4] = {b[0], b[2], b[2], b[0]};

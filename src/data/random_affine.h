@@ -30,6 +30,9 @@ AffineDraw draw_affine(Rng& rng, const config::AugmentOptions& options, int in_w
 // box_candidates (w > 2 px, h > 2 px, area after / (area before * scale^2) > 0.1, aspect < 100).
 void warp_sample(Sample& sample, const AffineDraw& draw, int out_w, int out_h);
 
+// The label half of warp_sample (the image is already warped): transform, clip, filter.
+void warp_labels(Sample& sample, const AffineDraw& draw, int out_w, int out_h);
+
 // The reference's box_candidates for one box pair (before scaled by the drawn scale, after).
 bool box_candidate(const BoxXyxy& before_scaled, const BoxXyxy& after, float wh_thr = 2.f,
                    float ar_thr = 100.f, float area_thr = 0.1f);

@@ -70,14 +70,6 @@ loss::Targets targets_of(const data::Batch& batch, const torch::Device& device) 
   return t;
 }
 
-data::RecordOptions record_options(const config::DataOptions& d, bool train) {
-  data::RecordOptions o;
-  o.skip_missing = d.skip_missing;
-  o.single_cls = d.single_cls;
-  o.fraction = train ? d.fraction : 1.0;
-  return o;
-}
-
 void log_record_stats(const std::string& split, const data::RecordStats& s) {
   spdlog::info("{}: {} images ({} backgrounds), {} crowd regions kept apart, {} boxes clipped, "
                "{} empty boxes dropped, {} images missing",
@@ -228,8 +220,8 @@ void Trainer::setup() {
   precision = parse_precision(x.train.precision);
   spdlog::info("{}", runtime.summary());
 
-  dataset = data::load_dataset(x.data.dataset);
-  train_records = data::load_records(dataset, "train", record_options(x.data, true));
+  dataset = data::load_dataset(x.data.dataset, x.data.root);
+  train_records = data::load_records(dataset, "train", data::RecordOptions::from(x.data, true));
   log_record_stats("train", train_records.stats);
   std::optional<std::array<int64_t, 2>> kpt_shape;
   if (dataset.has_keypoints()) kpt_shape = std::array<int64_t, 2>{dataset.kpt_count, dataset.kpt_dims};

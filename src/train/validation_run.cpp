@@ -10,10 +10,7 @@ namespace detrain::train {
 ValidationRun::ValidationRun(const config::Experiment& x, const data::DatasetInfo& dataset,
                              const std::string& split, const model::YoloModelImpl& model,
                              const torch::Device& device, bool bf16) {
-  data::RecordOptions ro;
-  ro.skip_missing = x.data.skip_missing;
-  ro.single_cls = x.data.single_cls;
-  records_ = data::load_records(dataset, split, ro).images;
+  records_ = data::load_records(dataset, split, data::RecordOptions::from(x.data, false)).images;
   data::LoaderOptions lo =
       data::LoaderOptions::from(x.data, static_cast<uint64_t>(x.runtime.seed), /*train=*/false);
   if (x.val.batch > 0) lo.batch = x.val.batch;

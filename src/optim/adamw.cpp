@@ -1,0 +1,107 @@
+// AdamW; see adamw.h. The step follows torch::optim::AdamW (LibTorch 1.13) line by line.
+#include "optim/adamw.h"
+
+#include <cmath>
+#include <map>
+
+#include "common/errors.h"
+
+namespace detrain::optim {
+
+AdamW::AdamW(std::vector<AdamWGroup> groups) {
+  for (auto& in : groups) {
+    TORCH_CHECK(in.names.size() == in.params.size(), "AdamW group '", in.name,
+                "': names and parameters differ in number");
+    Group group{in.name, in.options, {}};
+    for (size_t i = 0; i < in.params.size(); ++i) {
+      Slot slot;
+      slot.name = in.names[i];
+      slot.param = in.params[i];
+      group.slots.push_back(std::move(slot));
+    }
+    groups_.push_back(std::move(group));
+  }
+}
+
+void AdamW::step() {
+  torch::NoGradGuard no_grad;
+  for (auto& group : groups_) {
+    const auto& o = group.options;
+    for (auto& slot : group.slots) {
+      auto& p = slot.param;
+      if (!p.grad().defined()) continue;
+      const auto& grad = p.grad();
+      if (!slot.exp_avg.defined()) {
+        slot.exp_avg = torch::zeros_like(p, torch::MemoryFormat::Preserve);
+        slot.exp_avg_sq = torch::zeros_like(p, torch::MemoryFormat::Preserve);
+      }
+      if (o.weight_decay != 0) p.mul_(1 - o.lr * o.weight_decay);
+      ++slot.step;
+      const double bias_correction1 = 1 - std::pow(o.beta1, static_cast<double>(slot.step));
+      const double bias_correction2 = 1 - std::pow(o.beta2, static_cast<double>(slot.step));
+      slot.exp_avg.mul_(o.beta1).add_(grad, 1 - o.beta1);
+      slot.exp_avg_sq.mul_(o.beta2).addcmul_(grad, grad, 1 - o.beta2);
+      const auto denom = (slot.exp_avg_sq.sqrt() / std::sqrt(bias_correction2)).add_(o.eps);
+      p.addcdiv_(slot.exp_avg, denom, -(o.lr / bias_correction1));
+    }
+  }
+}
+
+void AdamW::zero_grad() {
+  torch::NoGradGuard no_grad;
+  for (auto& group : groups_)
+    for (auto& slot : group.slots)
+      if (slot.param.grad().defined()) slot.param.mutable_grad().zero_();
+}
+
+OptimizerSnapshot AdamW::snapshot() const {
+  OptimizerSnapshot snap;
+  snap.kind = kind();
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const std::string prefix = "group" + std::to_string(g) + "/";
+    snap.scalars[prefix + "lr"] = groups_[g].options.lr;
+    snap.scalars[prefix + "momentum"] = groups_[g].options.beta1;
+    for (const auto& slot : groups_[g].slots) {
+      if (!slot.exp_avg.defined()) continue;
+      snap.scalars[slot.name + "/step"] = static_cast<double>(slot.step);
+      snap.tensors.emplace_back(slot.name + "/exp_avg", slot.exp_avg.to(torch::kCPU).clone());
+      snap.tensors.emplace_back(slot.name + "/exp_avg_sq", slot.exp_avg_sq.to(torch::kCPU).clone());
+    }
+  }
+  return snap;
+}
+
+void AdamW::restore(const OptimizerSnapshot& snap) {
+  if (snap.kind != kind())
+    throw ModelError("optimizer state is for '" + snap.kind +
+                     "' but optim.optimizer resolves to 'adamw'; resume with the optimizer the "
+                     "run started with");
+  std::map<std::string, Slot*> by_name;
+  for (auto& group : groups_)
+    for (auto& slot : group.slots) by_name[slot.name] = &slot;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const std::string prefix = "group" + std::to_string(g) + "/";
+    if (!snap.scalars.count(prefix + "lr") || !snap.scalars.count(prefix + "momentum"))
+      throw ModelError("optimizer state has no options for group " + std::to_string(g) +
+                       "; it was written for another parameter grouping");
+    groups_[g].options.lr = snap.scalars.at(prefix + "lr");
+    groups_[g].options.beta1 = snap.scalars.at(prefix + "momentum");
+  }
+  for (const auto& [key, tensor] : snap.tensors) {
+    const auto cut = key.rfind('/');
+    const auto it = cut == std::string::npos ? by_name.end() : by_name.find(key.substr(0, cut));
+    if (it == by_name.end() || tensor.sizes() != it->second->param.sizes())
+      throw ModelError("optimizer state entry '" + key +
+                       "' matches no parameter of this model; resume with the same model");
+    Slot& slot = *it->second;
+    const auto value = tensor.to(slot.param.options()).clone();
+    if (key.substr(cut + 1) == "exp_avg")
+      slot.exp_avg = value;
+    else
+      slot.exp_avg_sq = value;
+    const auto step = snap.scalars.find(slot.name + "/step");
+    slot.step = step == snap.scalars.end() ? 0 : static_cast<int64_t>(step->second);
+  }
+}
+
+}  // namespace detrain::optim

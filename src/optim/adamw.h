@@ -1,0 +1,65 @@
+// AdamW with named groups and state by parameter name, operation for operation like
+// torch::optim::AdamW (decoupled decay p *= 1 - lr * wd, bias-corrected moments, no amsgrad);
+// the reference trainer picks it for short runs under optimizer=auto. Beta1 is the group's
+// "momentum", so warmup ramps it as the reference's scheduler does.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "optim/optimizer.h"
+
+namespace detrain::optim {
+
+struct AdamWOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+};
+
+struct AdamWGroup {
+  std::string name;
+  AdamWOptions options;
+  std::vector<std::string> names;  // parallel to params
+  std::vector<torch::Tensor> params;
+};
+
+class AdamW : public Optimizer {
+ public:
+  explicit AdamW(std::vector<AdamWGroup> groups);
+
+  std::string kind() const override { return "adamw"; }
+  void step() override;
+  void zero_grad() override;
+
+  size_t num_groups() const override { return groups_.size(); }
+  std::string group_name(size_t group) const override { return groups_.at(group).name; }
+  size_t group_size(size_t group) const override { return groups_.at(group).slots.size(); }
+  double lr(size_t group) const override { return groups_.at(group).options.lr; }
+  void set_lr(size_t group, double lr) override { groups_.at(group).options.lr = lr; }
+  double momentum(size_t group) const override { return groups_.at(group).options.beta1; }
+  void set_momentum(size_t group, double m) override { groups_.at(group).options.beta1 = m; }
+
+  OptimizerSnapshot snapshot() const override;
+  void restore(const OptimizerSnapshot& snapshot) override;
+
+ private:
+  struct Slot {
+    std::string name;
+    torch::Tensor param;
+    int64_t step = 0;
+    torch::Tensor exp_avg, exp_avg_sq;  // undefined until the first step
+  };
+  struct Group {
+    std::string name;
+    AdamWOptions options;
+    std::vector<Slot> slots;
+  };
+  std::vector<Group> groups_;
+};
+
+}  // namespace detrain::optim

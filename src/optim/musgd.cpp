@@ -1,0 +1,297 @@
+// MuSGD; see musgd.h. The per-parameter paths mirror the reference's operation order (and
+// torch::optim::SGD's for vectors) so they round where it rounds; the bucket path runs the same
+// operations on [k, ...] stacks.
+#include "optim/musgd.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "common/errors.h"
+#include "optim/newton_schulz.h"
+
+namespace detrain::optim {
+
+namespace {
+
+// sqrt(max(1, size(-2) / size(-1))) of the parameter's own shape, as Python evaluates
+// max(1, a / b) ** 0.5 (for 4-D convs this is kh / kw, so 1).
+double muon_scale(at::IntArrayRef shape) {
+  const double ratio =
+      static_cast<double>(shape[shape.size() - 2]) / static_cast<double>(shape.back());
+  return std::pow(std::max(1.0, ratio), 0.5);
+}
+
+const void* data_of(const torch::Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
+
+torch::Tensor cpu_copy(const torch::Tensor& t) { return t.detach().to(torch::kCPU).clone(); }
+
+}  // namespace
+
+torch::Tensor muon_update(const torch::Tensor& grad, const torch::Tensor& momentum, double beta,
+                          bool nesterov, torch::ScalarType ns_dtype) {
+  TORCH_CHECK(grad.dim() >= 2, "muon_update takes a matrix or conv weight, got ", grad.sizes());
+  auto buffer = momentum;  // in place, as the reference's momentum.lerp_
+  buffer.lerp_(grad, 1.0 - beta);
+  const auto update = nesterov ? grad.lerp(buffer, beta) : buffer;  // [rows, ...]
+  auto out = newton_schulz(update.reshape({update.size(0), -1}), ns_dtype);  // [rows, rest]
+  const double scale = muon_scale(grad.sizes());
+  if (scale != 1.0) out.mul_(scale);  // the reference multiplies by 1.0 too: an exact no-op
+  return out;
+}
+
+MuSGD::MuSGD(std::vector<MuSGDGroup> groups, MuSGDSettings settings)
+    : settings_(std::move(settings)) {
+  torch::NoGradGuard no_grad;
+  for (auto& in : groups) {
+    TORCH_CHECK(in.names.size() == in.params.size(), "MuSGD group '", in.name, "': ",
+                in.names.size(), " names for ", in.params.size(), " parameters");
+    Group group{in.name, in.options, {}};
+    const bool muon_group = in.options.w_muon > 0;
+    for (size_t i = 0; i < in.params.size(); ++i) {
+      Slot slot;
+      slot.name = in.names[i];
+      slot.param = in.params[i];
+      slot.muon = muon_group && slot.param.dim() >= 2;
+      if (slot.muon) slot.muon_buffer = torch::zeros_like(slot.param);
+      if (slot.muon) slot.sgd_buffer = torch::zeros_like(slot.param);
+      group.slots.push_back(std::move(slot));
+    }
+    groups_.push_back(std::move(group));
+  }
+  build_buckets();
+}
+
+void MuSGD::build_buckets() {
+  using Key = std::tuple<std::vector<int64_t>, int, std::string>;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    std::map<Key, std::vector<size_t>> members;  // ordered: buckets come out deterministic
+    std::vector<Key> first_seen;
+    for (size_t s = 0; s < groups_[g].slots.size(); ++s) {
+      const auto& p = groups_[g].slots[s].param;
+      if (!groups_[g].slots[s].muon) continue;
+      Key key{p.sizes().vec(), static_cast<int>(p.scalar_type()), p.device().str()};
+      if (!members.count(key)) first_seen.push_back(key);
+      members[key].push_back(s);
+    }
+    for (const auto& key : first_seen) {
+      const auto& slots = members[key];
+      keys_.push_back({g, std::get<0>(key), static_cast<int64_t>(slots.size())});
+      if (settings_.bucketing != Bucketing::kExact || slots.size() < 2) continue;
+      Bucket bucket;
+      bucket.group = g;
+      bucket.slots = slots;
+      link(bucket);
+      for (size_t s : slots) groups_[g].slots[s].bucket = static_cast<int>(buckets_.size());
+      buckets_.push_back(std::move(bucket));
+    }
+  }
+}
+
+// Moves the members' parameters, gradients and momentum buffers into [k, ...] tensors and makes
+// each member a view of its row. Called once, and again when a member's storage was replaced.
+void MuSGD::link(Bucket& bucket) {
+  torch::NoGradGuard no_grad;
+  auto& slots = groups_[bucket.group].slots;
+  std::vector<torch::Tensor> params, grads, muon, sgd;
+  for (size_t s : bucket.slots) {
+    const auto& slot = slots[s];
+    params.push_back(slot.param.detach());
+    grads.push_back(slot.param.grad().defined() ? slot.param.grad().detach()
+                                                : torch::zeros_like(slot.param));
+    muon.push_back(slot.muon_buffer.to(slot.param.options()));
+    sgd.push_back(slot.sgd_buffer.to(slot.param.options()));
+  }
+  bucket.params = torch::stack(params);  // [k, ...shape]
+  bucket.grads = torch::stack(grads);
+  bucket.muon_buffer = torch::stack(muon);
+  bucket.sgd_buffer = torch::stack(sgd);
+  bucket.param_rows.clear();
+  bucket.grad_rows.clear();
+  for (size_t i = 0; i < bucket.slots.size(); ++i) {
+    auto& slot = slots[bucket.slots[i]];
+    slot.row = i;
+    const bool had_grad = slot.param.grad().defined();
+    slot.param.set_data(bucket.params[i]);
+    // A parameter without a gradient keeps none: the reference skips such parameters.
+    if (had_grad) slot.param.mutable_grad() = bucket.grads[i];
+    slot.muon_buffer = bucket.muon_buffer[i];
+    slot.sgd_buffer = bucket.sgd_buffer[i];
+    bucket.param_rows.push_back(slot.param.data_ptr());
+    bucket.grad_rows.push_back(bucket.grads[i].data_ptr());
+  }
+}
+
+// Makes every member's gradient the view of bucket.grads (copying a gradient that autograd or
+// the caller put elsewhere). False when a member has no gradient: the bucket then steps its
+// members one by one, skipping that one, as the reference does.
+bool MuSGD::gather_grads(Bucket& bucket) {
+  auto& slots = groups_[bucket.group].slots;
+  bool relinked = false;
+  for (size_t i = 0; i < bucket.slots.size(); ++i) {
+    const auto& slot = slots[bucket.slots[i]];
+    if (!slot.param.grad().defined()) return false;
+    if (!relinked && data_of(slot.param) != bucket.param_rows[i]) {
+      link(bucket);  // someone replaced the storage (Module::to, set_data)
+      relinked = true;
+    }
+  }
+  for (size_t i = 0; i < bucket.slots.size(); ++i) {
+    auto& param = slots[bucket.slots[i]].param;
+    if (param.grad().data_ptr() == bucket.grad_rows[i]) continue;
+    auto row = bucket.grads[i];
+    row.copy_(param.grad());
+    param.mutable_grad() = row;
+  }
+  return true;
+}
+
+void MuSGD::step() {
+  torch::NoGradGuard no_grad;
+  std::vector<bool> stepped(buckets_.size(), false);
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    auto& bucket = buckets_[b];
+    if (!gather_grads(bucket)) continue;
+    step_bucket(groups_[bucket.group].options, bucket);
+    stepped[b] = true;
+  }
+  for (auto& group : groups_) {
+    for (auto& slot : group.slots) {
+      if (slot.bucket >= 0 && stepped[slot.bucket]) continue;
+      if (!slot.param.grad().defined()) continue;
+      if (slot.muon)
+        step_matrix(group.options, slot);
+      else
+        step_vector(group.options, slot);
+    }
+  }
+}
+
+// The reference's Muon-group body for one matrix: Muon step, then the SGD step whose decay uses
+// the already Muon-updated parameter.
+void MuSGD::step_matrix(const MuSGDOptions& o, Slot& slot) {
+  auto& p = slot.param;
+  const auto grad = p.grad();
+  const auto update = muon_update(grad, slot.muon_buffer, o.momentum, o.nesterov,
+                                  settings_.ns_dtype);  // [rows, rest]
+  p.add_(update.reshape(p.sizes()), -(o.lr * o.w_muon));
+  const auto g = o.weight_decay != 0 ? grad.add(p, o.weight_decay) : grad;
+  slot.sgd_buffer.mul_(o.momentum).add_(g);
+  const auto v = o.nesterov ? g.add(slot.sgd_buffer, o.momentum) : slot.sgd_buffer;
+  p.add_(v, -(o.lr * o.w_sgd));
+}
+
+// step_matrix on a [k, ...] stack: one batched Newton-Schulz and one op per formula term.
+void MuSGD::step_bucket(const MuSGDOptions& o, Bucket& bucket) {
+  const auto& grad = bucket.grads;  // [k, ...shape]
+  const int64_t k = grad.size(0), rows = grad.size(1);
+  bucket.muon_buffer.lerp_(grad, 1.0 - o.momentum);
+  const auto update = o.nesterov ? grad.lerp(bucket.muon_buffer, o.momentum) : bucket.muon_buffer;
+  auto ortho = newton_schulz_batched(update.view({k, rows, -1}), settings_.ns_dtype);  // [k, r, c]
+  const double scale = muon_scale(grad.sizes().slice(1));
+  if (scale != 1.0) ortho.mul_(scale);
+  auto& p = bucket.params;
+  p.view({k, rows, -1}).add_(ortho, -(o.lr * o.w_muon));
+  const auto g = o.weight_decay != 0 ? grad.add(p, o.weight_decay) : grad;
+  bucket.sgd_buffer.mul_(o.momentum).add_(g);
+  const auto v = o.nesterov ? g.add(bucket.sgd_buffer, o.momentum) : bucket.sgd_buffer;
+  p.add_(v, -(o.lr * o.w_sgd));
+}
+
+// torch::optim::SGD::step for one parameter (dampening 0), operation for operation.
+void MuSGD::step_vector(const MuSGDOptions& o, Slot& slot) {
+  auto& p = slot.param;
+  auto d_p = p.grad();
+  if (o.weight_decay != 0) d_p = d_p.add(p, o.weight_decay);
+  if (o.momentum != 0) {
+    if (!slot.sgd_buffer.defined()) {
+      slot.sgd_buffer = torch::clone(d_p).detach();
+    } else {
+      slot.sgd_buffer.mul_(o.momentum).add_(d_p, 1.0);
+    }
+    d_p = o.nesterov ? d_p.add(slot.sgd_buffer, o.momentum) : slot.sgd_buffer;
+  }
+  p.add_(d_p, -1 * o.lr);
+}
+
+void MuSGD::zero_grad() {
+  torch::NoGradGuard no_grad;
+  for (auto& bucket : buckets_) bucket.grads.zero_();
+  for (auto& group : groups_) {
+    for (auto& slot : group.slots) {
+      auto& grad = slot.param.mutable_grad();
+      if (!grad.defined()) continue;
+      if (slot.bucket >= 0 && grad.data_ptr() == buckets_[slot.bucket].grad_rows[slot.row]) continue;
+      grad.zero_();
+    }
+  }
+}
+
+int64_t MuSGD::muon_matrices() const {
+  int64_t total = 0;
+  for (const auto& key : keys_) total += key.count;
+  return total;
+}
+
+OptimizerSnapshot MuSGD::snapshot() const {
+  OptimizerSnapshot snap;
+  snap.kind = kind();
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const auto& o = groups_[g].options;
+    const std::string prefix = "group" + std::to_string(g) + "/";
+    snap.scalars[prefix + "lr"] = o.lr;
+    snap.scalars[prefix + "momentum"] = o.momentum;
+    for (const auto& slot : groups_[g].slots) {
+      if (slot.muon_buffer.defined())
+        snap.tensors.emplace_back(slot.name + "/muon_buffer", cpu_copy(slot.muon_buffer));
+      if (slot.sgd_buffer.defined())
+        snap.tensors.emplace_back(slot.name + "/momentum_buffer", cpu_copy(slot.sgd_buffer));
+    }
+  }
+  return snap;
+}
+
+void MuSGD::restore(const OptimizerSnapshot& snap) {
+  if (snap.kind != kind())
+    throw ModelError("optimizer state is for '" + snap.kind + "' but optim.optimizer resolves to '" +
+                     kind() + "'; resume with the optimizer the run started with");
+  torch::NoGradGuard no_grad;
+  std::map<std::string, Slot*> by_name;
+  for (auto& group : groups_)
+    for (auto& slot : group.slots) by_name[slot.name] = &slot;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const std::string prefix = "group" + std::to_string(g) + "/";
+    const auto lr = snap.scalars.find(prefix + "lr");
+    const auto m = snap.scalars.find(prefix + "momentum");
+    if (lr == snap.scalars.end() || m == snap.scalars.end())
+      throw ModelError("optimizer state has no options for group " + std::to_string(g) + " (" +
+                       groups_[g].name + "); it was written for another parameter grouping");
+    groups_[g].options.lr = lr->second;
+    groups_[g].options.momentum = m->second;
+  }
+  for (const auto& [key, tensor] : snap.tensors) {
+    const auto cut = key.rfind('/');
+    const auto it = cut == std::string::npos ? by_name.end() : by_name.find(key.substr(0, cut));
+    if (it == by_name.end())
+      throw ModelError("optimizer state names '" + key +
+                       "', which is no parameter of this model; resume with the same model");
+    Slot& slot = *it->second;
+    const std::string what = key.substr(cut + 1);
+    if (tensor.sizes() != slot.param.sizes())
+      throw ModelError("optimizer state '" + key + "' has the wrong shape for this model");
+    const auto value = tensor.to(slot.param.options());
+    if (what == "muon_buffer" && slot.muon) {
+      slot.muon_buffer.copy_(value);
+    } else if (what == "momentum_buffer" && slot.muon) {
+      slot.sgd_buffer.copy_(value);
+    } else if (what == "momentum_buffer") {
+      slot.sgd_buffer = value.clone();
+    } else {
+      throw ModelError("optimizer state entry '" + key + "' does not fit parameter " +
+                       slot.name + " (Muon routing differs); resume with the same optimizer");
+    }
+  }
+}
+
+}  // namespace detrain::optim

@@ -1,0 +1,127 @@
+// MuSGD (the reference's ultralytics/optim/muon.py): matrices in groups with w_muon > 0 take a
+// Muon step then an SGD step; vectors and groups with w_muon == 0 take torch::optim::SGD's step
+// bit for bit. Deliberate difference: with bucketing `exact` the matrices of one group that share
+// (shape, dtype, device) live in one contiguous [k, ...] buffer (parameters, gradients and both
+// momentum buffers are views of it) and are orthogonalised in one batched Newton-Schulz call;
+// `off` is the reference's per-parameter loop. Same formula, different schedule.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "optim/optimizer.h"
+
+namespace detrain::optim {
+
+enum class Bucketing {
+  kOff,    // one Newton-Schulz call per matrix (the reference path)
+  kExact,  // one batched call per (group, shape, dtype, device) key with two or more matrices
+};
+
+struct MuSGDOptions {
+  double lr = 1e-3;
+  double momentum = 0.0;  // SGD momentum and Muon beta alike
+  double weight_decay = 0.0;
+  bool nesterov = false;
+  double w_muon = 0.0;  // > 0: matrices take the Muon branch, scaled by this
+  double w_sgd = 1.0;   // scale of the SGD branch of matrices in Muon groups
+};
+
+struct MuSGDGroup {
+  std::string name;
+  MuSGDOptions options;
+  std::vector<std::string> names;     // parameter names (state keys), parallel to params
+  std::vector<torch::Tensor> params;  // the model's parameters
+};
+
+struct MuSGDSettings {
+  Bucketing bucketing = Bucketing::kExact;
+  torch::ScalarType ns_dtype = torch::kBFloat16;  // Newton-Schulz compute dtype
+  std::string kind = "musgd";                     // reported by kind(); "sgd" for plain SGD
+};
+
+// The reference's muon_update for one parameter: momentum.lerp_(grad, 1 - beta) in place, the
+// update (nesterov: grad.lerp(momentum, beta)) orthogonalised on its (rows, rest) view, times
+// sqrt(max(1, size(-2) / size(-1))). Returns [rows, rest] in `ns_dtype`.
+torch::Tensor muon_update(const torch::Tensor& grad, const torch::Tensor& momentum, double beta,
+                          bool nesterov, torch::ScalarType ns_dtype);
+
+// One exact-shape key among the Muon matrices: `count` matrices of `shape` in group `group`.
+struct MatrixKey {
+  size_t group = 0;
+  std::vector<int64_t> shape;
+  int64_t count = 0;
+};
+
+class MuSGD : public Optimizer {
+ public:
+  // Builds the buckets once. With `exact`, each stacked parameter's storage moves into its
+  // bucket (values unchanged); a later set_data on it (e.g. Module::to) is detected and relinked.
+  explicit MuSGD(std::vector<MuSGDGroup> groups, MuSGDSettings settings = {});
+
+  std::string kind() const override { return settings_.kind; }
+  void step() override;
+  void zero_grad() override;
+
+  size_t num_groups() const override { return groups_.size(); }
+  std::string group_name(size_t group) const override { return groups_.at(group).name; }
+  size_t group_size(size_t group) const override { return groups_.at(group).slots.size(); }
+  double lr(size_t group) const override { return groups_.at(group).options.lr; }
+  void set_lr(size_t group, double lr) override { groups_.at(group).options.lr = lr; }
+  double momentum(size_t group) const override { return groups_.at(group).options.momentum; }
+  void set_momentum(size_t group, double m) override { groups_.at(group).options.momentum = m; }
+  const MuSGDOptions& options(size_t group) const { return groups_.at(group).options; }
+
+  OptimizerSnapshot snapshot() const override;
+  void restore(const OptimizerSnapshot& snapshot) override;
+
+  // Every (group, shape) key of the Muon matrices, singles included, in group order.
+  const std::vector<MatrixKey>& matrix_keys() const { return keys_; }
+  int64_t muon_matrices() const;
+  size_t stacked_buckets() const { return buckets_.size(); }  // keys with >= 2 matrices
+  const MuSGDSettings& settings() const { return settings_; }
+
+ private:
+  struct Slot {
+    std::string name;
+    torch::Tensor param;
+    bool muon = false;          // matrix in a Muon group: both branches
+    torch::Tensor muon_buffer;  // Muon EMA of gradients (a bucket view when stacked)
+    torch::Tensor sgd_buffer;   // heavy-ball buffer; undefined until the first SGD-only step
+    int bucket = -1;            // index into buckets_, -1: per-parameter path
+    size_t row = 0;             // position inside the bucket
+  };
+  struct Group {
+    std::string name;
+    MuSGDOptions options;
+    std::vector<Slot> slots;
+  };
+  struct Bucket {
+    size_t group = 0;
+    std::vector<size_t> slots;  // indices into the group's slots
+    torch::Tensor params;       // [k, ...shape] storage of the members' parameters
+    torch::Tensor grads;        // [k, ...shape] members' gradients are views of it
+    torch::Tensor muon_buffer;  // [k, ...shape]
+    torch::Tensor sgd_buffer;   // [k, ...shape]
+    // Where each member's parameter and gradient rows start; checked every step without
+    // creating views (each view would be one more operator call).
+    std::vector<const void*> param_rows, grad_rows;
+  };
+
+  void build_buckets();
+  void link(Bucket& bucket);
+  bool gather_grads(Bucket& bucket);
+  void step_bucket(const MuSGDOptions& o, Bucket& bucket);
+  void step_matrix(const MuSGDOptions& o, Slot& slot);
+  static void step_vector(const MuSGDOptions& o, Slot& slot);
+
+  std::vector<Group> groups_;
+  std::vector<Bucket> buckets_;
+  std::vector<MatrixKey> keys_;
+  MuSGDSettings settings_;
+};
+
+}  // namespace detrain::optim

@@ -1,0 +1,52 @@
+// The optimizer interface the trainer drives: a fixed list of named parameter groups whose lr and
+// momentum the schedule sets every iteration, step / zero_grad, and state keyed by parameter
+// name (never by tensor address, unlike torch::optim), so a checkpoint loads into a rebuilt model.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace detrain::optim {
+
+// Everything a resumed run needs: per-parameter tensors ("<param name>/<slot>") and scalars
+// ("group<g>/lr", "<param name>/step", ...).
+struct OptimizerSnapshot {
+  std::string kind;
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
+  std::map<std::string, double> scalars;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+
+  virtual std::string kind() const = 0;  // "musgd", "sgd", "adamw"
+  virtual void step() = 0;
+  // Zeroes gradients in place (LibTorch 1.13's default); parameters without one keep none.
+  virtual void zero_grad() = 0;
+
+  virtual size_t num_groups() const = 0;
+  virtual std::string group_name(size_t group) const = 0;
+  virtual size_t group_size(size_t group) const = 0;  // parameters in the group
+  virtual double lr(size_t group) const = 0;
+  virtual void set_lr(size_t group, double lr) = 0;
+  // SGD momentum / Muon beta / Adam beta1: one value drives every branch of the group.
+  virtual double momentum(size_t group) const = 0;
+  virtual void set_momentum(size_t group, double momentum) = 0;
+
+  // Copies of the state (CPU tensors) and its restoration into this optimizer's own storage.
+  // Loading checks the kind and every name and shape, throwing ModelError naming the first
+  // mismatch.
+  virtual OptimizerSnapshot snapshot() const = 0;
+  virtual void restore(const OptimizerSnapshot& snapshot) = 0;
+
+  // snapshot() / restore() through a LibTorch archive (keys "optim/...").
+  void save(torch::serialize::OutputArchive& archive) const;
+  void load(torch::serialize::InputArchive& archive);
+};
+
+}  // namespace detrain::optim
