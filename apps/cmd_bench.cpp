@@ -11,6 +11,7 @@ Command add_bench_command(CLI::App& root) {
   // Registered kinds (one line each):
   kinds.push_back(add_bench_model(*app));
   kinds.push_back(add_bench_eval(*app));
+  kinds.push_back(add_bench_loss(*app));
 
   return {app, [kinds]() {
             for (const auto& kind : kinds)

@@ -35,5 +35,6 @@ Command add_eval_command(CLI::App& root);
 // `detrain bench` kinds (registered in cmd_bench.cpp).
 Command add_bench_model(CLI::App& bench);
 Command add_bench_eval(CLI::App& bench);
+Command add_bench_loss(CLI::App& bench);
 
 }  // namespace detrain::cli
