@@ -4,14 +4,13 @@
 #include <spdlog/fmt/fmt.h>
 #include <sys/resource.h>
 
-#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "bench_common.h"
 #include "commands.h"
 #include "common/runtime.h"
-#include "common/timer.h"
 #include "compat/torch_compat.h"
 #include "geometry/anchors.h"
 #include "loss/criterion.h"
@@ -33,7 +32,7 @@ struct BenchLossArgs {
 
 struct Stage {
   std::string name;
-  double min_ms = 0, median_ms = 0;
+  Timing timing;
   double peak_rss_mb = 0;  // process peak after the stage
 };
 
@@ -45,15 +44,8 @@ double peak_rss_mb() {
 
 template <class F>
 Stage time_stage(const std::string& name, int repeats, F&& run) {
-  run();  // warm-up: allocator and kernel selection
-  std::vector<double> ms;
-  for (int i = 0; i < repeats; ++i) {
-    Stopwatch watch;
-    run();
-    ms.push_back(watch.millis());
-  }
-  std::sort(ms.begin(), ms.end());
-  return {name, ms.front(), ms[ms.size() / 2], peak_rss_mb()};
+  const Timing timing = time_it(repeats, run);
+  return {name, timing, peak_rss_mb()};
 }
 
 // Raw outputs shaped like the head's (leaves that take gradients) at imgsz x imgsz.
@@ -149,8 +141,8 @@ int run_bench_loss(const BenchLossArgs& args) {
                              {"setup_peak_rss_mb", setup_rss}};
     for (const auto& s : stages)
       j["timings"].push_back({{"stage", s.name},
-                              {"min_ms", s.min_ms},
-                              {"median_ms", s.median_ms},
+                              {"min_ms", s.timing.min_ms},
+                              {"median_ms", s.timing.median_ms},
                               {"peak_rss_mb", s.peak_rss_mb}});
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -163,8 +155,8 @@ int run_bench_loss(const BenchLossArgs& args) {
   std::cout << fmt::format("  {:<30} {:>9} {:>11} {:>13}\n", "stage", "min ms", "median ms",
                            "peak RSS MB");
   for (const auto& s : stages)
-    std::cout << fmt::format("  {:<30} {:>9.1f} {:>11.1f} {:>13.0f}\n", s.name, s.min_ms,
-                             s.median_ms, s.peak_rss_mb);
+    std::cout << fmt::format("  {:<30} {:>9.1f} {:>11.1f} {:>13.0f}\n", s.name, s.timing.min_ms,
+                             s.timing.median_ms, s.peak_rss_mb);
   return 0;
 }
 
@@ -174,15 +166,10 @@ Command add_bench_loss(CLI::App& bench) {
   auto* app = bench.add_subcommand("loss", "label assignment and criterion times of a head");
   auto args = std::make_shared<BenchLossArgs>();
   args->config.add_to(app);
-  app->add_option("--model,-m", args->arch, "architecture (default model.arch / model.scale)");
-  app->add_option("--imgsz", args->imgsz, "square input size (default 640)")
-      ->check(CLI::Range(32, 4096));
+  add_model_bench_options(app, args->arch, args->imgsz, args->repeats, args->json);
   app->add_option("--batch,-b", args->batch, "images (default 2)")->check(CLI::Range(1, 1024));
   app->add_option("--boxes", args->boxes, "objects per image (default 100)")
       ->check(CLI::Range(0, 100000));
-  app->add_option("--repeats,-r", args->repeats, "timed repeats after one warm-up (default 5)")
-      ->check(CLI::Range(1, 1000));
-  app->add_flag("--json", args->json, "print JSON instead of a table");
   return {app, [args]() { return run_bench_loss(*args); }};
 }
 
