@@ -269,3 +269,39 @@ TEST_CASE("YOLO26 pose loss stays finite on empty, dense and sub-pixel targets",
 TEST_CASE("YOLO11 pose loss stays finite on empty, dense and sub-pixel targets", "[unit][loss]") {
   check_robust(head_options(model::HeadKind::kPose, 16, false));
 }
+
+TEST_CASE("criterion computes in float32 whatever the output dtype", "[unit][loss]") {
+  // bfloat16 raw outputs (as under autocast) give exactly the float32 result of the same
+  // values, and gradients reach the bfloat16 leaves.
+  const auto head = head_options(model::HeadKind::kDetect, 1, true);
+  std::vector<torch::Tensor> leaves;
+  auto out = synthetic_output(head, 1, leaves, false);
+  auto bf16 = out;
+  std::vector<torch::Tensor> bf16_leaves;
+  for (auto* pair : {&bf16.one2many, &bf16.one2one}) {
+    pair->boxes = pair->boxes.detach().to(torch::kBFloat16).requires_grad_(true);
+    pair->scores = pair->scores.detach().to(torch::kBFloat16).requires_grad_(true);
+    bf16_leaves.push_back(pair->boxes);
+    bf16_leaves.push_back(pair->scores);
+  }
+  for (auto& f : bf16.feats) f = f.to(torch::kBFloat16);
+  auto rounded = bf16;
+  for (auto* pair : {&rounded.one2many, &rounded.one2one}) {
+    pair->boxes = pair->boxes.detach().to(torch::kFloat);
+    pair->scores = pair->scores.detach().to(torch::kFloat);
+  }
+  for (auto& f : rounded.feats) f = f.to(torch::kFloat);
+  const auto boxes = torch::tensor({0.3f, 0.4f, 0.2f, 0.3f, 0.7f, 0.6f, 0.1f, 0.05f}).view({2, 4});
+  const auto targets = make_targets(boxes, 17, 5);
+  auto criterion = make_criterion(head, config::LossOptions{});
+  const auto from_bf16 = (*criterion)(bf16, targets, {640, 640});
+  const auto from_f32 = (*criterion)(rounded, targets, {640, 640});
+  CHECK(from_bf16.total.scalar_type() == torch::kFloat);
+  CHECK(torch::equal(from_bf16.items, from_f32.items));
+  from_bf16.total.backward();
+  for (const auto& leaf : bf16_leaves) {
+    REQUIRE(leaf.grad().defined());
+    CHECK(leaf.grad().scalar_type() == torch::kBFloat16);
+    CHECK(torch::isfinite(leaf.grad()).all().item<bool>());
+  }
+}
