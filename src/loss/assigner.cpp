@@ -1,7 +1,7 @@
-// Task-aligned assigner; see assigner.h. Every step is per (image, gt), so running groups of
-// images and chunks of gts gives the reference's batched result exactly; masks are bool where
-// the reference multiplies by 0/1 floats (the same values, a quarter of the memory), and the
-// conflict step runs unconditionally (a no-op without shared anchors) to avoid a host sync.
+// Task-aligned assigner; see assigner.h. Every step is per (image, gt), so groups of images and
+// chunks of gts give the reference's batched result; masks are bool where the reference
+// multiplies by 0/1 floats, and after the top-k only the positive (image, gt, anchor) triples
+// are handled, where the reference keeps [B, M, A] floats to the end.
 #include "loss/assigner.h"
 
 #include <torch/torch.h>
