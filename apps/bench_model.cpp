@@ -3,14 +3,13 @@
 // and median over repeats after a warm-up, as a table or JSON.
 #include <spdlog/fmt/fmt.h>
 
-#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "bench_common.h"
 #include "commands.h"
 #include "common/runtime.h"
-#include "common/timer.h"
 #include "compat/torch_compat.h"
 #include "model/yolo_model.h"
 
@@ -26,23 +25,6 @@ struct BenchModelArgs {
   int repeats = 5;
   bool json = false;
 };
-
-struct Timing {
-  double min_ms = 0, median_ms = 0;
-};
-
-template <class F>
-Timing time_it(int repeats, F&& run) {
-  run();  // warm-up: allocator and kernel selection
-  std::vector<double> ms;
-  for (int i = 0; i < repeats; ++i) {
-    Stopwatch watch;
-    run();
-    ms.push_back(watch.millis());
-  }
-  std::sort(ms.begin(), ms.end());
-  return {ms.front(), ms[ms.size() / 2]};
-}
 
 int run_bench_model(const BenchModelArgs& args) {
   auto resolved = args.config.resolve();
@@ -118,14 +100,9 @@ Command add_bench_model(CLI::App& bench) {
   auto* app = bench.add_subcommand("model", "build / forward / backward times of a model");
   auto args = std::make_shared<BenchModelArgs>();
   args->config.add_to(app);
-  app->add_option("--model,-m", args->arch, "architecture (default model.arch / model.scale)");
-  app->add_option("--imgsz", args->imgsz, "square input size (default 256)")
-      ->check(CLI::Range(32, 4096));
+  add_model_bench_options(app, args->arch, args->imgsz, args->repeats, args->json);
   app->add_option("--batch,-b", args->batch, "images per forward (default 1)")
       ->check(CLI::Range(1, 1024));
-  app->add_option("--repeats,-r", args->repeats, "timed repeats after one warm-up (default 5)")
-      ->check(CLI::Range(1, 1000));
-  app->add_flag("--json", args->json, "print JSON instead of a table");
   return {app, [args]() { return run_bench_model(*args); }};
 }
 

@@ -13,6 +13,7 @@ Command add_bench_command(CLI::App& root) {
   kinds.push_back(add_bench_eval(*app));
   kinds.push_back(add_bench_optim(*app));
   kinds.push_back(add_bench_loader(*app));
+  kinds.push_back(add_bench_loss(*app));
 
   return {app, [kinds]() {
             for (const auto& kind : kinds)

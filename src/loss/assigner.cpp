@@ -1,6 +1,7 @@
-// Task-aligned assigner; see assigner.h. Every step is per (image, gt), so running images one
-// by one and gts in chunks gives the reference's batched result exactly; masks are bool where
-// the reference multiplies by 0/1 floats (the same values, a quarter of the memory).
+// Task-aligned assigner; see assigner.h. Every step is per (image, gt), so groups of images and
+// chunks of gts give the reference's batched result; masks are bool where the reference
+// multiplies by 0/1 floats, and after the top-k only the positive (image, gt, anchor) triples
+// are handled, where the reference keeps [B, M, A] floats to the end.
 #include "loss/assigner.h"
 
 #include <torch/torch.h>
@@ -16,106 +17,161 @@ namespace {
 
 using torch::indexing::Slice;
 
-// Candidate anchors of gts `boxes` [n, 4]: centres strictly inside, with sides under
-// strides[0] replaced by strides[1] around the same centre (only for this test) -> [n, A].
+// Candidate anchors of gts `boxes` [g, c, 4]: centres strictly inside, with sides under
+// strides[0] replaced by strides[1] around the same centre (only for this test), real rows
+// only -> [g, c, A] bool.
 torch::Tensor candidates_in_gts(const AssignerOptions& o, const torch::Tensor& anchors,
                                 const torch::Tensor& boxes, const torch::Tensor& real) {
-  auto xywh = geometry::xyxy2xywh(boxes);  // [n, 4]
+  auto xywh = geometry::xyxy2xywh(boxes);  // [g, c, 4]
   const auto wh = xywh.narrow(-1, 2, 2);
   const double widened = static_cast<double>(o.strides.size() > 1 ? o.strides[1] : o.strides[0]);
-  const auto small = wh.lt(static_cast<double>(o.strides[0])).logical_and(real);  // [n, 2]
+  const auto small = wh.lt(static_cast<double>(o.strides[0])).logical_and(real.unsqueeze(-1));
   xywh = torch::cat({xywh.narrow(-1, 0, 2), torch::where(small, torch::full_like(wh, widened), wh)},
                     -1);
-  const auto grown = geometry::xywh2xyxy(xywh);  // [n, 4]
-  const auto ax = anchors.select(1, 0).unsqueeze(0), ay = anchors.select(1, 1).unsqueeze(0);
-  const auto col = [&](int64_t i) { return grown.select(1, i).unsqueeze(1); };  // [n, 1]
-  const auto min_delta = torch::minimum(torch::minimum(ax - col(0), ay - col(1)),
-                                        torch::minimum(col(2) - ax, col(3) - ay));  // [n, A]
-  return min_delta.gt(o.eps);
+  const auto grown = geometry::xywh2xyxy(xywh);                                    // [g, c, 4]
+  const auto ax = anchors.select(1, 0), ay = anchors.select(1, 1);                 // [A]
+  const auto side = [&](int64_t i) { return grown.select(-1, i).unsqueeze(-1); };  // [g, c, 1]
+  const auto min_delta = torch::minimum(torch::minimum(ax - side(0), ay - side(1)),
+                                        torch::minimum(side(2) - ax, side(3) - ay));  // [g, c, A]
+  return min_delta.gt(o.eps).logical_and_(real.unsqueeze(-1));
 }
 
-struct ImageMetrics {
-  torch::Tensor in_gts;    // [M, A] bool candidate and real gt
-  torch::Tensor overlaps;  // [M, A] CIoU clamped at 0 on candidates, else 0
-  torch::Tensor align;     // [M, A] score^alpha * overlap^beta
+struct GroupMetrics {
+  torch::Tensor in_gts;    // [g, M, A] bool: candidate of a real gt
+  torch::Tensor overlaps;  // [g, M, A] CIoU clamped at 0 on candidates, else 0
+  torch::Tensor align;     // [g, M, A] score^alpha * overlap^beta
 };
 
-// Candidates, overlaps and alignment metric of one image, `chunk` gts at a time.
-ImageMetrics image_metrics(const AssignerOptions& o, const torch::Tensor& scores,
+// Candidates, overlaps and alignment metric of a group of images, a chunk of gts at a time
+// so that the candidate pairs (and their [P, 4] box copies) stay within chunk_pairs.
+GroupMetrics group_metrics(const AssignerOptions& o, const torch::Tensor& scores,
                            const torch::Tensor& pred_boxes, const torch::Tensor& anchors,
                            const torch::Tensor& labels, const torch::Tensor& boxes,
                            const torch::Tensor& real) {
-  const auto m = boxes.size(0), a = anchors.size(0);
-  ImageMetrics out;
-  out.in_gts = torch::zeros({m, a}, scores.options().dtype(torch::kBool));
-  out.overlaps = torch::zeros({m, a}, pred_boxes.options());
-  auto box_scores = torch::zeros({m, a}, scores.options());  // [M, A]
-  const int64_t chunk = std::max<int64_t>(1, o.chunk_pairs / std::max<int64_t>(a, 1));
+  const auto g = boxes.size(0), m = boxes.size(1), a = anchors.size(0);
+  GroupMetrics out;
+  out.in_gts = torch::zeros({g, m, a}, real.options());
+  out.overlaps = torch::zeros({g, m, a}, pred_boxes.options());
+  out.align = torch::zeros({g, m, a}, pred_boxes.options());
+  const int64_t chunk = std::max<int64_t>(1, o.chunk_pairs / std::max<int64_t>(g * a, 1));
   for (int64_t start = 0; start < m; start += chunk) {
     const auto rows = Slice(start, std::min(m, start + chunk));
-    const auto real_rows = real.index({rows});  // [c]
-    const auto in_gts = candidates_in_gts(o, anchors, boxes.index({rows}), real_rows.unsqueeze(1))
-                            .logical_and_(real_rows.unsqueeze(1));  // [c, A]
-    out.in_gts.index_put_({rows}, in_gts);
-    const auto pairs = in_gts.nonzero();  // [P, 2] (gt within chunk, anchor)
+    const auto in_gts = candidates_in_gts(o, anchors, boxes.index({Slice(), rows}),
+                                          real.index({Slice(), rows}));  // [g, c, A]
+    out.in_gts.index_put_({Slice(), rows}, in_gts);
+    const auto pairs = in_gts.nonzero();  // [P, 3] (image, gt within chunk, anchor)
     if (pairs.size(0) == 0) continue;
-    const auto gt = pairs.select(1, 0) + start, anchor = pairs.select(1, 1);
-    const auto cls = labels.index_select(0, gt);
-    box_scores.index_put_({gt, anchor}, scores.index({anchor, cls}));
-    const auto iou =
-        geometry::bbox_iou(boxes.index_select(0, gt), pred_boxes.index_select(0, anchor),
-                           geometry::IouKind::kCIoU)
-            .squeeze(-1)
-            .clamp_min(0);  // [P]
-    out.overlaps.index_put_({gt, anchor}, iou);
+    const auto img = pairs.select(1, 0), gt = pairs.select(1, 1) + start;
+    const auto anchor = pairs.select(1, 2);
+    const auto score = scores.index({img, anchor, labels.index({img, gt})});  // [P]
+    const auto iou = geometry::bbox_iou(boxes.index({img, gt}), pred_boxes.index({img, anchor}),
+                                        geometry::IouKind::kCIoU)
+                         .squeeze(-1)
+                         .clamp_min(0);  // [P]
+    out.overlaps.index_put_({img, gt, anchor}, iou);
+    // Non-candidates have score and overlap 0, hence metric 0: computing it on pairs only
+    // gives the reference's dense values.
+    out.align.index_put_({img, gt, anchor}, score.pow(o.alpha) * iou.pow(o.beta));
   }
-  out.align = box_scores.pow(o.alpha) * out.overlaps.pow(o.beta);
   return out;
 }
 
-// One-hot [M, A] of each row's top k anchors by `metric`.
+// One-hot [g, M, A] of each gt's top k anchors by `metric`.
 torch::Tensor topk_mask(const torch::Tensor& metric, int64_t k) {
-  k = std::min<int64_t>(k, metric.size(1));
-  const auto index = std::get<1>(metric.topk(k, -1, /*largest=*/true));  // [M, k]
+  k = std::min<int64_t>(k, metric.size(-1));
+  const auto index = std::get<1>(metric.topk(k, -1, /*largest=*/true));  // [g, M, k]
   return torch::zeros(metric.sizes(), metric.options().dtype(torch::kBool))
-      .scatter_(1, index, true);
+      .scatter_(-1, index, true);
 }
 
-// Assignment of one image: labels [M], boxes [M, 4], real [M] bool.
-void assign_image(const AssignerOptions& o, const torch::Tensor& scores,
+// Positive (image, gt, anchor) triples [F, 3] after the conflict rule: an anchor claimed by
+// several gts goes to the gt with the highest CIoU over all gts of the image (first on ties),
+// even one that did not pick it, as in the reference.
+torch::Tensor resolve_conflicts(const torch::Tensor& pos, const torch::Tensor& overlaps) {
+  const auto g = pos.size(0), a = pos.size(2);
+  auto pairs = pos.nonzero();  // [F, 3]
+  const auto key = pairs.select(1, 0) * a + pairs.select(1, 2);
+  const auto claims = torch::bincount(key, {}, g * a);  // [g * A]
+  const auto shared = claims.gt(1);
+  if (!shared.any().item<bool>()) return pairs;
+  const auto shared_keys = shared.nonzero().view({-1});  // [S]
+  const auto img = shared_keys.div(a, "floor"), anchor = shared_keys.remainder(a);
+  const auto best = overlaps.permute({0, 2, 1}).index({img, anchor}).argmax(-1);  // [S]
+  return torch::cat(
+      {pairs.index({shared.index({key}).logical_not()}), torch::stack({img, best, anchor}, 1)});
+}
+
+// Permutation grouping triples by gt id, ordered by `value` inside a group (two stable sorts).
+torch::Tensor order_by_gt(const torch::Tensor& gt_flat, const torch::Tensor& value,
+                          bool descending) {
+  const auto stable = c10::optional<bool>(true);
+  const auto by_value = std::get<1>(torch::sort(value, stable, 0, descending));
+  const auto by_gt = std::get<1>(torch::sort(gt_flat.index({by_value}), stable, 0, false));
+  return by_value.index({by_gt});
+}
+
+// Keeps each gt's best `k` triples by metric (the one-to-one pass).
+torch::Tensor keep_topk_per_gt(const torch::Tensor& pairs, const torch::Tensor& gt_flat,
+                               const torch::Tensor& metric, int64_t k) {
+  const auto order = order_by_gt(gt_flat, metric, /*descending=*/true);
+  const auto sorted_gt = gt_flat.index({order});
+  const auto counts = torch::bincount(sorted_gt);
+  const auto first = counts.cumsum(0) - counts;  // first position of each gt
+  const auto rank = torch::arange(order.size(0), order.options()) - first.index({sorted_gt});
+  return pairs.index({order.index({rank.lt(k)})});
+}
+
+// Per triple, the largest `value` among the triples of its gt.
+torch::Tensor max_per_gt(const torch::Tensor& gt_flat, const torch::Tensor& value) {
+  const auto order = order_by_gt(gt_flat, value, /*descending=*/false);
+  const auto last = torch::bincount(gt_flat).cumsum(0) - 1;  // last position of each gt
+  return value.index({order}).index({last.index({gt_flat})});
+}
+
+// Assignment of images [first, first + g): scores [g, A, C], pred_boxes [g, A, 4],
+// labels [g, M] int64, boxes [g, M, 4], real [g, M] bool. After the dense top-k, everything
+// runs on the positive triples only (a few per gt) instead of [g, M, A] tensors.
+void assign_group(const AssignerOptions& o, const torch::Tensor& scores,
                   const torch::Tensor& pred_boxes, const torch::Tensor& anchors,
                   const torch::Tensor& labels, const torch::Tensor& boxes,
-                  const torch::Tensor& real, Assignment& out, int64_t b) {
-  auto metrics = image_metrics(o, scores, pred_boxes, anchors, labels, boxes, real);
+                  const torch::Tensor& real, Assignment& out, int64_t first) {
+  const auto g = boxes.size(0), m = boxes.size(1), a = anchors.size(0);
+  const auto metrics = group_metrics(o, scores, pred_boxes, anchors, labels, boxes, real);
   // Top-k by metric among all anchors, kept only where the anchor is a candidate.
-  auto pos = topk_mask(metrics.align, o.topk).logical_and_(metrics.in_gts);  // [M, A]
-  // An anchor claimed by several gts goes to the one with the highest CIoU (first on ties).
-  auto claims = pos.sum(0);  // [A]
-  if (claims.max().item<int64_t>() > 1) {
-    const auto best = metrics.overlaps.argmax(0, true);  // [1, A]
-    const auto is_best = torch::zeros_like(pos).scatter_(0, best, true);
-    pos = torch::where(claims.gt(1).unsqueeze(0), is_best, pos);
+  const auto pos = topk_mask(metrics.align, o.topk).logical_and_(metrics.in_gts);  // [g, M, A]
+  auto pairs = resolve_conflicts(pos, metrics.overlaps);                           // [F, 3]
+  auto img = pairs.select(1, 0), gt = pairs.select(1, 1), anchor = pairs.select(1, 2);
+  auto align = metrics.align.index({img, gt, anchor});  // [F]
+  if (o.topk2 > 0 && o.topk2 != o.topk) {
+    pairs = keep_topk_per_gt(pairs, img * m + gt, align, o.topk2);
+    img = pairs.select(1, 0), gt = pairs.select(1, 1), anchor = pairs.select(1, 2);
+    align = metrics.align.index({img, gt, anchor});
   }
-  if (o.topk2 > 0 && o.topk2 != o.topk) pos.logical_and_(topk_mask(metrics.align * pos, o.topk2));
-  const auto pos_f = pos.to(metrics.align.scalar_type());  // [M, A]
-  const auto fg = pos.any(0);                              // [A]
-  const auto gt_idx = pos_f.argmax(0);                     // [A], 0 for background
 
-  const auto target_labels = labels.index_select(0, gt_idx).clamp_min(0);  // [A]
-  out.target_labels[b] = target_labels;
-  out.target_bboxes[b] = boxes.index_select(0, gt_idx);
-  out.fg_mask[b] = fg;
-  out.target_gt_idx[b] = gt_idx;
+  // Each anchor now has at most one gt; background keeps gt row 0 (the reference's argmax).
+  auto fg = torch::zeros({g, a}, real.options());
+  auto gt_idx = torch::zeros({g, a}, labels.options());
+  fg.index_put_({img, anchor}, true);
+  gt_idx.index_put_({img, anchor}, gt);
+  const auto target_labels = labels.gather(1, gt_idx).clamp_min(0);  // [g, A]
+  const auto rows = Slice(first, first + g);
+  out.target_labels.index_put_({rows}, target_labels);
+  out.target_bboxes.index_put_({rows}, boxes.gather(1, gt_idx.unsqueeze(-1).expand({g, a, 4})));
+  out.fg_mask.index_put_({rows}, fg);
+  out.target_gt_idx.index_put_({rows}, gt_idx);
 
-  // Soft targets: metric / best metric of the gt x best CIoU of the gt, max over gts.
-  const auto align = metrics.align * pos_f;
-  const auto best_align = align.amax(-1, true);                             // [M, 1]
-  const auto best_overlap = (metrics.overlaps * pos_f).amax(-1, true);      // [M, 1]
-  const auto norm = (align * best_overlap / (best_align + o.eps)).amax(0);  // [A]
-  const auto one_hot = torch::zeros({gt_idx.size(0), o.num_classes}, scores.options())
-                           .scatter_(1, target_labels.unsqueeze(1), 1.0)
-                           .mul_(fg.unsqueeze(1));  // [A, C]
-  out.target_scores[b] = one_hot * norm.unsqueeze(1);
+  // Soft targets: metric / best metric of the gt x best CIoU of the gt. Metrics are >= 0 and an
+  // anchor has one positive gt, so the reference's max over gts is that gt's value.
+  const auto gt_flat = img * m + gt;  // [F]
+  const auto overlap = metrics.overlaps.index({img, gt, anchor});
+  const auto best_align = max_per_gt(gt_flat, align);      // [F]
+  const auto best_overlap = max_per_gt(gt_flat, overlap);  // [F]
+  auto norm = torch::zeros({g, a}, align.options());       // [g, A]
+  norm.index_put_({img, anchor}, align * best_overlap / (best_align + o.eps));
+  const auto one_hot = torch::zeros({g, a, o.num_classes}, scores.options())
+                           .scatter_(-1, target_labels.unsqueeze(-1), 1.0)
+                           .mul_(fg.unsqueeze(-1));  // [g, A, C]
+  out.target_scores.index_put_({rows}, one_hot * norm.unsqueeze(-1));
 }
 
 }  // namespace
@@ -145,9 +201,13 @@ Assignment assign(const AssignerOptions& o, const torch::Tensor& pd_scores,
   out.target_bboxes = torch::zeros({bs, a, 4}, gt_bboxes.options());
   const auto labels = gt_labels.view({bs, m}).to(torch::kLong);  // [B, M]
   const auto real = mask_gt.view({bs, m}).gt(0);                 // [B, M]
-  for (int64_t b = 0; b < bs; ++b)
-    assign_image(o, pd_scores[b], pd_bboxes[b], anchor_points_px, labels[b], gt_bboxes[b], real[b],
-                 out, b);
+  // Images per group so that the dense [g, M, A] tensors stay within dense_elements.
+  const int64_t group = std::max<int64_t>(1, o.dense_elements / std::max<int64_t>(m * a, 1));
+  for (int64_t first = 0; first < bs; first += group) {
+    const auto rows = Slice(first, std::min(bs, first + group));
+    assign_group(o, pd_scores.index({rows}), pd_bboxes.index({rows}), anchor_points_px,
+                 labels.index({rows}), gt_bboxes.index({rows}), real.index({rows}), out, first);
+  }
   return out;
 }
 

@@ -1,7 +1,7 @@
 // Task-aligned label assignment (the reference's TaskAlignedAssigner in tal.py): candidates
 // inside the gt (sides under the smallest stride widened to the second stride), metric
 // score^alpha * CIoU^beta, top-k per gt, conflicts to the highest CIoU, optional top-k2 pass
-// (one-to-one), soft targets. Differs in memory only: one image at a time, candidate pairs in
+// (one-to-one), soft targets. Differs in memory only: images in groups and candidate pairs in
 // chunks of gts, so thousands of gts x 8400 anchors stay within a few hundred MB.
 #pragma once
 
@@ -20,8 +20,11 @@ struct AssignerOptions {
   double beta = 6.0;
   double eps = 1e-9;
   std::vector<int64_t> strides{8, 16, 32};
-  // Upper bound on (gts x anchors) pairs handled at once when finding candidates.
+  // Upper bound on (images x gts x anchors) handled at once when finding candidates.
   int64_t chunk_pairs = int64_t{1} << 21;
+  // Images are assigned in groups whose dense [g, M, A] tensors hold at most this many
+  // elements (one image at least, whatever its size).
+  int64_t dense_elements = int64_t{1} << 24;
 };
 
 struct Assignment {

@@ -4,6 +4,7 @@
 #include "loss/criterion.h"
 
 #include "common/errors.h"
+#include "compat/torch_compat.h"
 
 namespace detrain::loss {
 
@@ -16,6 +17,13 @@ AssignerOptions assigner_options(const model::HeadOptions& head, int64_t topk, i
   o.num_classes = head.nc;
   o.strides = head.strides;
   return o;
+}
+
+// The branch in float32 (a no-op for float32 outputs): reduced-precision BCE sums over
+// anchors x classes and flow densities would lose the digits the reference keeps.
+model::BranchOutput to_float(const model::BranchOutput& branch) {
+  const auto cast = [](const torch::Tensor& t) { return t.defined() ? t.to(torch::kFloat) : t; };
+  return {cast(branch.boxes), cast(branch.scores), cast(branch.kpts), cast(branch.kpts_sigma)};
 }
 
 }  // namespace
@@ -101,7 +109,9 @@ LossResult Criterion::operator()(const model::TrainOutput& output, const Targets
   const auto& first = output.one2many.defined() ? output.one2many : output.one2one;
   TORCH_CHECK(first.defined(), "loss: the model output has no branch (fused model?)");
   const auto batch_size = first.scores.size(0);
-  const auto gt = pad_targets(targets, batch_size, imgsz_hw, first.scores);
+  // The loss runs in float32 even inside the trainer's autocast scope.
+  compat::AutocastGuard full_precision(first.scores.device().type(), torch::kBFloat16, false);
+  const auto gt = pad_targets(targets, batch_size, imgsz_hw, first.scores.to(torch::kFloat));
 
   LossResult result;
   result.names = names_;
@@ -112,7 +122,7 @@ LossResult Criterion::operator()(const model::TrainOutput& output, const Targets
     TORCH_CHECK(outputs[i]->defined(), "loss: the model output has no ", labels[i], " branch");
     BranchReport report;
     report.name = labels[i];
-    vectors.push_back(branch_vector(branches_[i], *outputs[i], feats, gt, report) *
+    vectors.push_back(branch_vector(branches_[i], to_float(*outputs[i]), feats, gt, report) *
                       static_cast<double>(batch_size));
     result.branches.push_back(std::move(report));
   }

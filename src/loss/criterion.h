@@ -2,7 +2,8 @@
 // data set's OKS sigmas, it runs the detection (and keypoint) loss on each branch, combines
 // the one-to-many and one-to-one branches for end-to-end heads, and returns a named
 // breakdown. Like the reference, `total` is the sum of the items times the batch size, and
-// for end-to-end heads the logged items are the one-to-one branch's.
+// for end-to-end heads the logged items are the one-to-one branch's. Unlike it, the loss is
+// always computed in float32 (autocast off, reduced-precision outputs cast up).
 #pragma once
 
 #include <torch/torch.h>

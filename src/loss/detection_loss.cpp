@@ -48,7 +48,11 @@ DetectionTerms DetectionLoss::operator()(const model::BranchOutput& branch,
               " do not match reg_max ", reg_max_);
   const auto pred_dist = branch.boxes.permute({0, 2, 1}).contiguous();     // [B, A, 4R]
   const auto pred_scores = branch.scores.permute({0, 2, 1}).contiguous();  // [B, A, C]
-  const auto anchors = geometry::make_anchors(feats, assigner_.strides, 0.5);
+  // Anchors in the scores' dtype (float32 in the criterion), not the features' (bf16 under
+  // autocast cannot hold centres such as 255.5 exactly).
+  std::vector<std::pair<int64_t, int64_t>> sizes;
+  for (const auto& f : feats) sizes.emplace_back(f.size(2), f.size(3));
+  const auto anchors = geometry::make_anchors(sizes, assigner_.strides, 0.5, pred_scores.options());
   const auto hw = input_size_hw(feats, assigner_.strides[0]);
   const auto dtype = pred_scores.scalar_type();
 

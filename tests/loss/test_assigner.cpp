@@ -31,8 +31,7 @@ void check_equal(const std::string& name, const torch::Tensor& ours, const torch
 }
 
 void check_variant(const model::SafetensorsFile& golden, const std::string& variant, int64_t topk,
-                   int64_t topk2) {
-  AssignerOptions options;
+                   int64_t topk2, AssignerOptions options = {}) {
   options.topk = topk;
   options.topk2 = topk2;
   options.num_classes = 3;
@@ -74,6 +73,14 @@ TEST_CASE("assigner matches the reference TaskAlignedAssigner", "[parity][loss][
   const auto golden = model::read_safetensors(*path);
   SECTION("one-to-many, topk 10") { check_variant(golden, "o2m", 10, 0); }
   SECTION("one-to-one, topk 7 then top-1") { check_variant(golden, "o2o", 7, 1); }
+  SECTION("one image and one gt at a time") {
+    // Grouping and chunking are memory controls only: the smallest groups give the same result.
+    AssignerOptions small;
+    small.dense_elements = 1;
+    small.chunk_pairs = 1;
+    check_variant(golden, "o2m", 10, 0, small);
+    check_variant(golden, "o2o", 7, 1, small);
+  }
 }
 
 TEST_CASE("assigner small-target rule widens sides under the first stride",
@@ -168,11 +175,16 @@ TEST_CASE("assigner handles 1000 gts x 8400 anchors in chunks", "[unit][loss][as
       assign(options, scores, boxes, anchors, labels, gts, torch::ones({1, 1000, 1}));
   CHECK(chunked.fg_mask.sum().item<int64_t>() > 1000);
   CHECK(torch::isfinite(chunked.target_scores).all().item<bool>());
-  // Chunking is an implementation detail: one chunk per gt gives the same result.
+  // Chunking is a memory control: one chunk per gt assigns the same anchors. Scores agree to
+  // rounding only: elementwise kernels take a SIMD body and a scalar tail (atan, pow), so an
+  // element's last bit can depend on its position in the chunk.
   options.chunk_pairs = 8400;
   const auto per_gt =
       assign(options, scores, boxes, anchors, labels, gts, torch::ones({1, 1000, 1}));
   CHECK(torch::equal(chunked.fg_mask, per_gt.fg_mask));
   CHECK(torch::equal(chunked.target_gt_idx, per_gt.target_gt_idx));
-  CHECK(torch::equal(chunked.target_scores, per_gt.target_scores));
+  const auto close =
+      test::check_close("target_scores", chunked.target_scores, per_gt.target_scores, 1e-5, 1e-7);
+  INFO(close.details);
+  CHECK(close.ok);
 }

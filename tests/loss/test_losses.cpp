@@ -25,7 +25,10 @@ struct Synthetic {
   std::vector<torch::Tensor> leaves;
 };
 
-Synthetic synthetic_branch(const model::HeadOptions& head, int64_t batch, uint64_t seed) {
+// tiny: boxes of a fraction of a pixel (reg_max 1: distances under 0.05 cells; DFL: the
+// first bin dominates), so that sub-pixel gts get foreground.
+Synthetic synthetic_branch(const model::HeadOptions& head, int64_t batch, uint64_t seed,
+                           bool tiny) {
   auto gen = at::detail::createCPUGenerator(seed);
   const int64_t a = 8400;
   Synthetic s;
@@ -34,8 +37,10 @@ Synthetic synthetic_branch(const model::HeadOptions& head, int64_t batch, uint64
     s.leaves.push_back(t);
     return t;
   };
-  s.branch.boxes = leaf(head.reg_max > 1 ? torch::randn({batch, 4 * head.reg_max, a}, gen)
-                                         : torch::rand({batch, 4, a}, gen) * 3);
+  auto boxes = head.reg_max > 1 ? torch::randn({batch, 4 * head.reg_max, a}, gen)
+                                : torch::rand({batch, 4, a}, gen) * (tiny ? 0.05 : 3.0);
+  if (tiny && head.reg_max > 1) boxes.view({batch, 4, head.reg_max, a}).select(2, 0).add_(10.0);
+  s.branch.boxes = leaf(boxes);
   s.branch.scores = leaf(torch::randn({batch, head.nc, a}, gen) - 4);
   if (head.pose()) {
     s.branch.kpts = leaf(torch::randn({batch, head.num_keypoint_values(), a}, gen));
@@ -46,13 +51,13 @@ Synthetic synthetic_branch(const model::HeadOptions& head, int64_t batch, uint64
 }
 
 model::TrainOutput synthetic_output(const model::HeadOptions& head, int64_t batch,
-                                    std::vector<torch::Tensor>& leaves) {
+                                    std::vector<torch::Tensor>& leaves, bool tiny) {
   model::TrainOutput out;
-  auto one2many = synthetic_branch(head, batch, 1);
+  auto one2many = synthetic_branch(head, batch, 1, tiny);
   out.one2many = one2many.branch;
   leaves = one2many.leaves;
   if (head.end2end) {
-    auto one2one = synthetic_branch(head, batch, 2);
+    auto one2one = synthetic_branch(head, batch, 2, tiny);
     out.one2one = one2one.branch;
     leaves.insert(leaves.end(), one2one.leaves.begin(), one2one.leaves.end());
   }
@@ -100,6 +105,37 @@ void check_finite(const LossResult& r, const std::vector<torch::Tensor>& leaves,
   if (!flow.is_empty())
     for (const auto& p : flow->parameters())
       if (p.grad().defined()) CHECK(torch::isfinite(p.grad()).all().item<bool>());
+}
+
+// An empty batch, 1000 boxes in one 640 px image and a 0.5 x 0.4 px box: finite items, total
+// and gradients (into the raw outputs and the RLE flow); no foreground leaves box and dfl at 0.
+void check_robust(const model::HeadOptions& head) {
+  auto gen = at::detail::createCPUGenerator(11);
+  const auto dense_centre = torch::rand({1000, 2}, gen) * 0.9 + 0.05;
+  const auto dense_size = torch::rand({1000, 2}, gen) * 0.1 + 0.002;
+  const auto dense = torch::cat({dense_centre, dense_size}, 1);  // [1000, 4]
+  // 0.5 x 0.4 px centred on the stride-8 anchor (196, 388) px.
+  const auto sub_pixel =
+      torch::tensor({196.f / 640, 388.f / 640, 0.5f / 640, 0.4f / 640}).view({1, 4});
+  const auto flow = head.kind == model::HeadKind::kPose26 ? model::RealNVP() : nullptr;
+  auto criterion = make_criterion(head, config::LossOptions{}, {}, flow);
+  for (const auto& [label, boxes] :
+       {std::pair<const char*, torch::Tensor>{"empty", torch::zeros({0, 4})},
+        {"1000 boxes", dense},
+        {"sub-pixel box", sub_pixel}}) {
+    INFO(label);
+    std::vector<torch::Tensor> leaves;
+    const auto out = synthetic_output(head, 1, leaves, boxes.size(0) == 1);
+    const auto r = (*criterion)(out, make_targets(boxes, 17, 3), {640, 640});
+    if (boxes.size(0) == 0) {
+      CHECK(r.items[0].item<double>() == 0);
+      CHECK(r.items[r.names.size() == 3 ? 2 : 4].item<double>() == 0);
+      CHECK(r.items[r.names.size() == 3 ? 1 : 3].item<double>() > 0);  // cls pushes all down
+    } else {
+      CHECK(r.branches[0].fg_mask.any().item<bool>());
+    }
+    check_finite(r, leaves, flow);
+  }
 }
 
 }  // namespace
@@ -216,40 +252,56 @@ TEST_CASE("item names follow the head", "[unit][loss]") {
             ->names() == V{"box", "pose", "kobj", "cls", "l1", "rle"});
 }
 
-TEST_CASE("losses and gradients stay finite on empty, dense and sub-pixel targets",
+TEST_CASE("YOLO26 detection loss stays finite on empty, dense and sub-pixel targets",
           "[unit][loss]") {
-  struct Variant {
-    const char* name;
-    model::HeadOptions head;
-  };
-  const std::vector<Variant> variants = {
-      {"yolo26 detect", head_options(model::HeadKind::kDetect, 1, true)},
-      {"yolo11 detect", head_options(model::HeadKind::kDetect, 16, false)},
-      {"yolo26 pose", head_options(model::HeadKind::kPose26, 1, true)},
-      {"yolo11 pose", head_options(model::HeadKind::kPose, 16, false)}};
-  auto gen = at::detail::createCPUGenerator(11);
-  const auto dense_centre = torch::rand({1000, 2}, gen) * 0.9 + 0.05;
-  const auto dense_size = torch::rand({1000, 2}, gen) * 0.1 + 0.002;
-  const auto dense = torch::cat({dense_centre, dense_size}, 1);  // [1000, 4]
-  // 0.5 x 0.4 px at 640 px.
-  const auto sub_pixel = torch::tensor({0.3f, 0.6f, 0.5f / 640, 0.4f / 640}).view({1, 4});
-  for (const auto& v : variants) {
-    const auto flow = v.head.kind == model::HeadKind::kPose26 ? model::RealNVP() : nullptr;
-    auto criterion = make_criterion(v.head, config::LossOptions{}, {}, flow);
-    for (const auto& [label, boxes] :
-         {std::pair<const char*, torch::Tensor>{"empty", torch::zeros({0, 4})},
-          {"1000 boxes", dense},
-          {"sub-pixel box", sub_pixel}}) {
-      INFO(v.name << ", " << label);
-      std::vector<torch::Tensor> leaves;
-      const auto out = synthetic_output(v.head, 1, leaves);
-      const auto r = (*criterion)(out, make_targets(boxes, 17, 3), {640, 640});
-      if (boxes.size(0) == 0) {
-        // No foreground: box and dfl/l1 are exactly 0, classification pushes everything down.
-        CHECK(r.items[0].item<double>() == 0);
-        CHECK(r.items[r.names.size() == 3 ? 1 : 3].item<double>() > 0);
-      }
-      check_finite(r, leaves, flow);
-    }
+  check_robust(head_options(model::HeadKind::kDetect, 1, true));
+}
+
+TEST_CASE("YOLO11 detection loss stays finite on empty, dense and sub-pixel targets",
+          "[unit][loss]") {
+  check_robust(head_options(model::HeadKind::kDetect, 16, false));
+}
+
+TEST_CASE("YOLO26 pose loss stays finite on empty, dense and sub-pixel targets", "[unit][loss]") {
+  check_robust(head_options(model::HeadKind::kPose26, 1, true));
+}
+
+TEST_CASE("YOLO11 pose loss stays finite on empty, dense and sub-pixel targets", "[unit][loss]") {
+  check_robust(head_options(model::HeadKind::kPose, 16, false));
+}
+
+TEST_CASE("criterion computes in float32 whatever the output dtype", "[unit][loss]") {
+  // bfloat16 raw outputs (as under autocast) give exactly the float32 result of the same
+  // values, and gradients reach the bfloat16 leaves.
+  const auto head = head_options(model::HeadKind::kDetect, 1, true);
+  std::vector<torch::Tensor> leaves;
+  auto out = synthetic_output(head, 1, leaves, false);
+  auto bf16 = out;
+  std::vector<torch::Tensor> bf16_leaves;
+  for (auto* pair : {&bf16.one2many, &bf16.one2one}) {
+    pair->boxes = pair->boxes.detach().to(torch::kBFloat16).requires_grad_(true);
+    pair->scores = pair->scores.detach().to(torch::kBFloat16).requires_grad_(true);
+    bf16_leaves.push_back(pair->boxes);
+    bf16_leaves.push_back(pair->scores);
+  }
+  for (auto& f : bf16.feats) f = f.to(torch::kBFloat16);
+  auto rounded = bf16;
+  for (auto* pair : {&rounded.one2many, &rounded.one2one}) {
+    pair->boxes = pair->boxes.detach().to(torch::kFloat);
+    pair->scores = pair->scores.detach().to(torch::kFloat);
+  }
+  for (auto& f : rounded.feats) f = f.to(torch::kFloat);
+  const auto boxes = torch::tensor({0.3f, 0.4f, 0.2f, 0.3f, 0.7f, 0.6f, 0.1f, 0.05f}).view({2, 4});
+  const auto targets = make_targets(boxes, 17, 5);
+  auto criterion = make_criterion(head, config::LossOptions{});
+  const auto from_bf16 = (*criterion)(bf16, targets, {640, 640});
+  const auto from_f32 = (*criterion)(rounded, targets, {640, 640});
+  CHECK(from_bf16.total.scalar_type() == torch::kFloat);
+  CHECK(torch::equal(from_bf16.items, from_f32.items));
+  from_bf16.total.backward();
+  for (const auto& leaf : bf16_leaves) {
+    REQUIRE(leaf.grad().defined());
+    CHECK(leaf.grad().scalar_type() == torch::kBFloat16);
+    CHECK(torch::isfinite(leaf.grad()).all().item<bool>());
   }
 }
