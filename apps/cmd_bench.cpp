@@ -14,6 +14,7 @@ Command add_bench_command(CLI::App& root) {
   kinds.push_back(add_bench_optim(*app));
   kinds.push_back(add_bench_loader(*app));
   kinds.push_back(add_bench_loss(*app));
+  kinds.push_back(add_bench_step(*app));
 
   return {app, [kinds]() {
             for (const auto& kind : kinds)

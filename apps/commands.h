@@ -45,5 +45,6 @@ Command add_bench_eval(CLI::App& bench);
 Command add_bench_optim(CLI::App& bench);
 Command add_bench_loader(CLI::App& bench);
 Command add_bench_loss(CLI::App& bench);
+Command add_bench_step(CLI::App& bench);
 
 }  // namespace detrain::cli

@@ -536,7 +536,7 @@ TrainSummary Trainer::run() {
   }
   add_log_file(paths.train_log);
   config::save_args_yaml(resolved, paths.args_yaml);
-  std::cout << config::table(resolved) << std::flush;
+  if (request.print_config) std::cout << config::table(resolved) << std::flush;
   spdlog::info("run directory {}", paths.dir);
 
   guard = std::make_unique<FiniteGuard>(x.train.max_bad_steps, position.bad_steps);

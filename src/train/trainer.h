@@ -23,6 +23,7 @@ struct TrainRequest {
   // Testing hook: stop after this many iterations of this process (0: never), as if `stop`
   // had been set; the checkpoint written is the same.
   int64_t stop_after_iterations = 0;
+  bool print_config = true;  // the resolved-config table on stdout at start
 };
 
 struct TrainSummary {
