@@ -159,17 +159,13 @@ int run_bench_optim(const BenchOptimArgs& args) {
   const int total_steps = args.warmup + args.steps;
 
   if (args.json) {
-    nlohmann::ordered_json out{{"model", net->arch().name()},
-                               {"device", s.device.str()},
-                               {"threads", runtime.torch_threads},
-                               {"torch", compat::torch_version()},
-                               {"ns_dtype", options.ns_dtype},
-                               {"steps", args.steps},
-                               {"warmup_steps", args.warmup},
-                               {"tensors", s.infos.size()},
-                               {"muon_matrices", matrices},
-                               {"keys", keys},
-                               {"stacked_buckets", stacked}};
+    nlohmann::ordered_json out{
+        {"model", net->arch().name()},      {"device", s.device.str()},
+        {"threads", runtime.torch_threads}, {"torch", compat::torch_version()},
+        {"ns_dtype", options.ns_dtype},     {"steps", args.steps},
+        {"warmup_steps", args.warmup},      {"tensors", s.infos.size()},
+        {"muon_matrices", matrices},        {"keys", keys},
+        {"stacked_buckets", stacked}};
     for (const auto* r : rows)
       out["optimizers"].push_back({{"name", r->name},
                                    {"median_ms", r->median_ms},
@@ -184,16 +180,16 @@ int run_bench_optim(const BenchOptimArgs& args) {
       "{}: {} trainable tensors, {} Muon matrices in {} keys ({} stacked); {} on {}, {} "
       "thread(s), LibTorch {}, Newton-Schulz {}; {} steps after {} warm-up\n",
       net->arch().name(), s.infos.size(), matrices, keys, stacked, "fixed random gradients",
-      s.device.str(), runtime.torch_threads, compat::torch_version(), options.ns_dtype,
-      args.steps, args.warmup);
-  std::cout << fmt::format("  {:<12} {:>10} {:>17} {:>10} {:>9} {:>9}\n", "optimizer",
-                           "median ms", "range ms", "ops/step", "vs off", "vs sgd");
+      s.device.str(), runtime.torch_threads, compat::torch_version(), options.ns_dtype, args.steps,
+      args.warmup);
+  std::cout << fmt::format("  {:<12} {:>10} {:>17} {:>10} {:>9} {:>9}\n", "optimizer", "median ms",
+                           "range ms", "ops/step", "vs off", "vs sgd");
   for (const auto* r : rows)
     std::cout << fmt::format("  {:<12} {:>10.2f} {:>8.2f}-{:<8.2f} {:>10} {:>8.2f}x {:>8.2f}x\n",
                              r->name, r->median_ms, r->min_ms, r->max_ms, r->ops,
                              r->median_ms / off.median_ms, r->median_ms / sgd.median_ms);
-  std::cout << fmt::format("  max |param exact - param off| after {} steps: {:.3g}\n",
-                           total_steps, diff);
+  std::cout << fmt::format("  max |param exact - param off| after {} steps: {:.3g}\n", total_steps,
+                           diff);
   return 0;
 }
 

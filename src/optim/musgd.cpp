@@ -34,7 +34,7 @@ torch::Tensor muon_update(const torch::Tensor& grad, const torch::Tensor& moment
   TORCH_CHECK(grad.dim() >= 2, "muon_update takes a matrix or conv weight, got ", grad.sizes());
   auto buffer = momentum;  // in place, as the reference's momentum.lerp_
   buffer.lerp_(grad, 1.0 - beta);
-  const auto update = nesterov ? grad.lerp(buffer, beta) : buffer;  // [rows, ...]
+  const auto update = nesterov ? grad.lerp(buffer, beta) : buffer;           // [rows, ...]
   auto out = newton_schulz(update.reshape({update.size(0), -1}), ns_dtype);  // [rows, rest]
   const double scale = muon_scale(grad.sizes());
   if (scale != 1.0) out.mul_(scale);  // the reference multiplies by 1.0 too: an exact no-op
@@ -45,8 +45,8 @@ MuSGD::MuSGD(std::vector<MuSGDGroup> groups, MuSGDSettings settings)
     : settings_(std::move(settings)) {
   torch::NoGradGuard no_grad;
   for (auto& in : groups) {
-    TORCH_CHECK(in.names.size() == in.params.size(), "MuSGD group '", in.name, "': ",
-                in.names.size(), " names for ", in.params.size(), " parameters");
+    TORCH_CHECK(in.names.size() == in.params.size(), "MuSGD group '", in.name,
+                "': ", in.names.size(), " names for ", in.params.size(), " parameters");
     Group group{in.name, in.options, {}};
     const bool muon_group = in.options.w_muon > 0;
     for (size_t i = 0; i < in.params.size(); ++i) {
@@ -222,7 +222,8 @@ void MuSGD::zero_grad() {
     for (auto& slot : group.slots) {
       auto& grad = slot.param.mutable_grad();
       if (!grad.defined()) continue;
-      if (slot.bucket >= 0 && grad.data_ptr() == buckets_[slot.bucket].grad_rows[slot.row]) continue;
+      if (slot.bucket >= 0 && grad.data_ptr() == buckets_[slot.bucket].grad_rows[slot.row])
+        continue;
       grad.zero_();
     }
   }
@@ -254,8 +255,9 @@ OptimizerSnapshot MuSGD::snapshot() const {
 
 void MuSGD::restore(const OptimizerSnapshot& snap) {
   if (snap.kind != kind())
-    throw ModelError("optimizer state is for '" + snap.kind + "' but optim.optimizer resolves to '" +
-                     kind() + "'; resume with the optimizer the run started with");
+    throw ModelError("optimizer state is for '" + snap.kind +
+                     "' but optim.optimizer resolves to '" + kind() +
+                     "'; resume with the optimizer the run started with");
   torch::NoGradGuard no_grad;
   std::map<std::string, Slot*> by_name;
   for (auto& group : groups_)
@@ -288,8 +290,8 @@ void MuSGD::restore(const OptimizerSnapshot& snap) {
     } else if (what == "momentum_buffer") {
       slot.sgd_buffer = value.clone();
     } else {
-      throw ModelError("optimizer state entry '" + key + "' does not fit parameter " +
-                       slot.name + " (Muon routing differs); resume with the same optimizer");
+      throw ModelError("optimizer state entry '" + key + "' does not fit parameter " + slot.name +
+                       " (Muon routing differs); resume with the same optimizer");
     }
   }
 }

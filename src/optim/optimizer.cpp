@@ -58,7 +58,8 @@ void Optimizer::load(torch::serialize::InputArchive& archive) {
   for (size_t i = 0; i < tensor_names.size(); ++i)
     snap.tensors.emplace_back(tensor_names[i], tensor_list.get(i));
   const auto scalar_list = scalars.toDoubleList();
-  for (size_t i = 0; i < scalar_names.size(); ++i) snap.scalars[scalar_names[i]] = scalar_list.get(i);
+  for (size_t i = 0; i < scalar_names.size(); ++i)
+    snap.scalars[scalar_names[i]] = scalar_list.get(i);
   restore(snap);
 }
 

@@ -35,7 +35,8 @@ void run_reference_steps(const std::string& bucketing, const std::string& ns_dty
   const auto path = test::golden_or_skip("musgd_yolo26n.safetensors");
   if (!path) return;
   const auto golden = model::read_safetensors(*path);
-  const auto subset = nlohmann::json::parse(golden.metadata.at("subset")).get<std::vector<std::string>>();
+  const auto subset =
+      nlohmann::json::parse(golden.metadata.at("subset")).get<std::vector<std::string>>();
 
   model::BuildOptions build;
   build.arch = "models/yolo26.yaml";
@@ -87,13 +88,13 @@ void run_reference_steps(const std::string& bucketing, const std::string& ns_dty
         CHECK(rel <= kMuonUpdateRel);
         const std::string variant = "variant_f32acc.param." + std::to_string(k) + "." + name;
         if (golden.contains(variant)) {
-          worst_abs_variant = std::max(worst_abs_variant,
-                                       (ours - golden.at(variant)).abs().max().item<double>());
+          worst_abs_variant =
+              std::max(worst_abs_variant, (ours - golden.at(variant)).abs().max().item<double>());
           const std::string variant_before =
               "variant_f32acc.param." + std::to_string(k - 1) + "." + name;
           const auto vb = k == 1 ? golden.at("init." + name) : golden.at(variant_before);
-          worst_rel_variant = std::max(
-              worst_rel_variant, update_rel(ours, ours_before[name], golden.at(variant), vb));
+          worst_rel_variant = std::max(worst_rel_variant,
+                                       update_rel(ours, ours_before[name], golden.at(variant), vb));
         }
       }
       ours_before[name] = ours;
@@ -123,7 +124,6 @@ TEST_CASE("MuSGD reproduces three reference steps (per-parameter path, bf16 NS)"
   run_reference_steps("off", "bf16");
 }
 
-TEST_CASE("MuSGD with fp32 Newton-Schulz stays within the reference tolerance",
-          "[parity][musgd]") {
+TEST_CASE("MuSGD with fp32 Newton-Schulz stays within the reference tolerance", "[parity][musgd]") {
   run_reference_steps("exact", "fp32");
 }

@@ -36,12 +36,13 @@ config::OptimOptions musgd_options() {
 
 }  // namespace
 
-TEST_CASE("yolo26n groups: sizes, lr and decay as the reference builds them", "[unit][param_groups]") {
+TEST_CASE("yolo26n groups: sizes, lr and decay as the reference builds them",
+          "[unit][param_groups]") {
   const auto groups = build_param_groups(yolo26n_params(), {true, 0.01, 3.0, 5e-4});
   REQUIRE(groups.size() == 8);
   // reference-yolo.md 2.4 and golden README 5: 0/0 weight, 24/90 bn, 30/96 bias, 30/96 muon.
   const std::vector<size_t> sizes{0, 0, 24, 90, 30, 96, 30, 96};
-  const std::vector<std::string> names{"weight_cls", "weight", "bn_cls", "bn",
+  const std::vector<std::string> names{"weight_cls", "weight", "bn_cls",   "bn",
                                        "bias_cls",   "bias",   "muon_cls", "muon"};
   for (int g = 0; g < 8; ++g) {
     INFO("group " << g);
@@ -147,7 +148,8 @@ TEST_CASE("The factory builds each kind with its groups", "[unit][param_groups]"
   CHECK(dynamic_cast<const MuSGD*>(musgd.get())->options(7).w_muon == 0.2);
 }
 
-TEST_CASE("Config values this build does not offer are refused with the key", "[unit][param_groups]") {
+TEST_CASE("Config values this build does not offer are refused with the key",
+          "[unit][param_groups]") {
   auto o = musgd_options();
   o.bucketing = "padded";
   CHECK_THROWS_AS(build_optimizer(yolo26n_params(), o, {}), ConfigError);
