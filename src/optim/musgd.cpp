@@ -237,13 +237,9 @@ int64_t MuSGD::muon_matrices() const {
 
 OptimizerSnapshot MuSGD::snapshot() const {
   OptimizerSnapshot snap;
-  snap.kind = kind();
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const auto& o = groups_[g].options;
-    const std::string prefix = "group" + std::to_string(g) + "/";
-    snap.scalars[prefix + "lr"] = o.lr;
-    snap.scalars[prefix + "momentum"] = o.momentum;
-    for (const auto& slot : groups_[g].slots) {
+  save_group_options(snap);
+  for (const auto& group : groups_) {
+    for (const auto& slot : group.slots) {
       if (slot.muon_buffer.defined())
         snap.tensors.emplace_back(slot.name + "/muon_buffer", cpu_copy(slot.muon_buffer));
       if (slot.sgd_buffer.defined())
@@ -254,24 +250,11 @@ OptimizerSnapshot MuSGD::snapshot() const {
 }
 
 void MuSGD::restore(const OptimizerSnapshot& snap) {
-  if (snap.kind != kind())
-    throw ModelError("optimizer state is for '" + snap.kind +
-                     "' but optim.optimizer resolves to '" + kind() +
-                     "'; resume with the optimizer the run started with");
+  restore_group_options(snap);
   torch::NoGradGuard no_grad;
   std::map<std::string, Slot*> by_name;
   for (auto& group : groups_)
     for (auto& slot : group.slots) by_name[slot.name] = &slot;
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const std::string prefix = "group" + std::to_string(g) + "/";
-    const auto lr = snap.scalars.find(prefix + "lr");
-    const auto m = snap.scalars.find(prefix + "momentum");
-    if (lr == snap.scalars.end() || m == snap.scalars.end())
-      throw ModelError("optimizer state has no options for group " + std::to_string(g) + " (" +
-                       groups_[g].name + "); it was written for another parameter grouping");
-    groups_[g].options.lr = lr->second;
-    groups_[g].options.momentum = m->second;
-  }
   for (const auto& [key, tensor] : snap.tensors) {
     const auto cut = key.rfind('/');
     const auto it = cut == std::string::npos ? by_name.end() : by_name.find(key.substr(0, cut));

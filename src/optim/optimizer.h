@@ -47,6 +47,26 @@ class Optimizer {
   // snapshot() / restore() through a LibTorch archive (keys "optim/...").
   void save(torch::serialize::OutputArchive& archive) const;
   void load(torch::serialize::InputArchive& archive);
+
+ protected:
+  // The per-group entries every kind shares: "group<g>/lr" and "group<g>/momentum".
+  void save_group_options(OptimizerSnapshot& snapshot) const;
+  // Checks the kind and restores every group's lr and momentum (ModelError when absent).
+  void restore_group_options(const OptimizerSnapshot& snapshot);
+};
+
+// The group bookkeeping of optimizers whose groups hold `name`, `options.lr` and `slots`.
+template <class Group>
+class GroupedOptimizer : public Optimizer {
+ public:
+  size_t num_groups() const override { return groups_.size(); }
+  std::string group_name(size_t group) const override { return groups_.at(group).name; }
+  size_t group_size(size_t group) const override { return groups_.at(group).slots.size(); }
+  double lr(size_t group) const override { return groups_.at(group).options.lr; }
+  void set_lr(size_t group, double lr) override { groups_.at(group).options.lr = lr; }
+
+ protected:
+  std::vector<Group> groups_;
 };
 
 }  // namespace detrain::optim
