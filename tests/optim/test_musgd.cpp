@@ -11,6 +11,7 @@
 #include "optim/adamw.h"
 #include "optim/musgd.h"
 #include "optim/optimizer_factory.h"
+#include "yolo26n_params.h"
 
 using namespace detrain;
 using namespace detrain::optim;
@@ -96,20 +97,10 @@ MuSGD make_musgd(const std::vector<torch::Tensor>& params, MuSGDOptions o, Bucke
   return MuSGD({{"g", o, names_for(params.size(), "p"), params}}, settings);
 }
 
-// yolo26n's trainable parameters as the factory groups them.
-std::vector<model::ParamInfo> yolo26n_params() {
-  model::BuildOptions options;
-  options.arch = "models/yolo26.yaml";
-  options.scale = "n";
-  options.nc = 80;
-  model::YoloModel net(options);
-  return net->param_infos();
-}
-
 // max |param_exact - param_off| after `steps` steps of the factory's MuSGD on yolo26n's
 // parameters, keeping matrices whose (rows, rest) view has min(rows, rest) <= max_rank.
 double exact_vs_off(const std::string& ns_dtype, int steps, int64_t max_rank = 1 << 30) {
-  auto infos = yolo26n_params();
+  auto infos = test::yolo26n_params();
   infos.erase(std::remove_if(infos.begin(), infos.end(),
                              [&](const model::ParamInfo& i) {
                                const auto& p = i.param;

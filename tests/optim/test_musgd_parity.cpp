@@ -8,9 +8,9 @@
 
 #include "model/safetensors.h"
 #include "model/tensor_checks.h"
-#include "model/yolo_model.h"
 #include "optim/optimizer_factory.h"
 #include "test_support.h"
+#include "yolo26n_params.h"
 
 using namespace detrain;
 using namespace detrain::optim;
@@ -38,12 +38,7 @@ void run_reference_steps(const std::string& bucketing, const std::string& ns_dty
   const auto subset =
       nlohmann::json::parse(golden.metadata.at("subset")).get<std::vector<std::string>>();
 
-  model::BuildOptions build;
-  build.arch = "models/yolo26.yaml";
-  build.scale = "n";
-  build.nc = 80;
-  model::YoloModel net(build);
-  const auto infos = net->param_infos();
+  const auto infos = test::yolo26n_params();
   std::map<std::string, torch::Tensor> by_name;
   for (const auto& i : infos) by_name[i.name] = i.param;
   {
