@@ -185,7 +185,7 @@ int run_bench_optim(const BenchOptimArgs& args) {
         {"ns_dtype", options.ns_dtype},     {"steps", args.steps},
         {"warmup_steps", args.warmup},      {"tensors", infos.size()},
         {"muon_matrices", matrices},        {"keys", keys},
-        {"stacked_buckets", stacked}};
+        {"stacked_buckets", stacked},       {"ns_gflop_per_step", gflop}};
     for (const auto* r : rows)
       out["optimizers"].push_back({{"name", r->name},
                                    {"median_ms", r->median_ms},
