@@ -2,7 +2,6 @@
 #include "optim/adamw.h"
 
 #include <cmath>
-#include <map>
 
 #include "common/errors.h"
 
@@ -70,24 +69,15 @@ OptimizerSnapshot AdamW::snapshot() const {
 
 void AdamW::restore(const OptimizerSnapshot& snap) {
   restore_group_options(snap);
-  std::map<std::string, Slot*> by_name;
-  for (auto& group : groups_)
-    for (auto& slot : group.slots) by_name[slot.name] = &slot;
-  for (const auto& [key, tensor] : snap.tensors) {
-    const auto cut = key.rfind('/');
-    const auto it = cut == std::string::npos ? by_name.end() : by_name.find(key.substr(0, cut));
-    if (it == by_name.end() || tensor.sizes() != it->second->param.sizes())
-      throw ModelError("optimizer state entry '" + key +
-                       "' matches no parameter of this model; resume with the same model");
-    Slot& slot = *it->second;
-    const auto value = tensor.to(slot.param.options()).clone();
-    if (key.substr(cut + 1) == "exp_avg")
+  for_each_state_entry(snap, [&](Slot& slot, const std::string& entry, const torch::Tensor& t) {
+    const auto value = t.to(slot.param.options()).clone();
+    if (entry == "exp_avg")
       slot.exp_avg = value;
     else
       slot.exp_avg_sq = value;
     const auto step = snap.scalars.find(slot.name + "/step");
     slot.step = step == snap.scalars.end() ? 0 : static_cast<int64_t>(step->second);
-  }
+  });
 }
 
 }  // namespace detrain::optim

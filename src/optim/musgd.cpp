@@ -252,31 +252,20 @@ OptimizerSnapshot MuSGD::snapshot() const {
 void MuSGD::restore(const OptimizerSnapshot& snap) {
   restore_group_options(snap);
   torch::NoGradGuard no_grad;
-  std::map<std::string, Slot*> by_name;
-  for (auto& group : groups_)
-    for (auto& slot : group.slots) by_name[slot.name] = &slot;
-  for (const auto& [key, tensor] : snap.tensors) {
-    const auto cut = key.rfind('/');
-    const auto it = cut == std::string::npos ? by_name.end() : by_name.find(key.substr(0, cut));
-    if (it == by_name.end())
-      throw ModelError("optimizer state names '" + key +
-                       "', which is no parameter of this model; resume with the same model");
-    Slot& slot = *it->second;
-    const std::string what = key.substr(cut + 1);
-    if (tensor.sizes() != slot.param.sizes())
-      throw ModelError("optimizer state '" + key + "' has the wrong shape for this model");
-    const auto value = tensor.to(slot.param.options());
-    if (what == "muon_buffer" && slot.muon) {
+  for_each_state_entry(snap, [&](Slot& slot, const std::string& entry, const torch::Tensor& t) {
+    const auto value = t.to(slot.param.options());
+    if (entry == "muon_buffer" && slot.muon) {
       slot.muon_buffer.copy_(value);
-    } else if (what == "momentum_buffer" && slot.muon) {
+    } else if (entry == "momentum_buffer" && slot.muon) {
       slot.sgd_buffer.copy_(value);
-    } else if (what == "momentum_buffer") {
+    } else if (entry == "momentum_buffer") {
       slot.sgd_buffer = value.clone();
     } else {
-      throw ModelError("optimizer state entry '" + key + "' does not fit parameter " + slot.name +
-                       " (Muon routing differs); resume with the same optimizer");
+      throw ModelError("optimizer state entry '" + slot.name + "/" + entry +
+                       "' does not fit this parameter (Muon routing differs); resume with the "
+                       "same optimizer settings");
     }
-  }
+  });
 }
 
 }  // namespace detrain::optim

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/errors.h"
+
 namespace detrain::optim {
 
 // Everything a resumed run needs: per-parameter tensors ("<param name>/<slot>") and scalars
@@ -66,6 +68,25 @@ class GroupedOptimizer : public Optimizer {
   void set_lr(size_t group, double lr) override { groups_.at(group).options.lr = lr; }
 
  protected:
+  using Slot = typename decltype(Group::slots)::value_type;
+
+  // Calls apply(slot, entry, tensor) for each state tensor "<param name>/<entry>"; ModelError
+  // naming the key when no parameter has that name or the shapes differ.
+  template <class F>
+  void for_each_state_entry(const OptimizerSnapshot& snapshot, F&& apply) {
+    std::map<std::string, Slot*> by_name;
+    for (auto& group : groups_)
+      for (auto& slot : group.slots) by_name[slot.name] = &slot;
+    for (const auto& [key, tensor] : snapshot.tensors) {
+      const auto cut = key.rfind('/');
+      const auto it = cut == std::string::npos ? by_name.end() : by_name.find(key.substr(0, cut));
+      if (it == by_name.end() || tensor.sizes() != it->second->param.sizes())
+        throw ModelError("optimizer state entry '" + key +
+                         "' fits no parameter of this model; resume with the same model");
+      apply(*it->second, key.substr(cut + 1), tensor);
+    }
+  }
+
   std::vector<Group> groups_;
 };
 
