@@ -14,6 +14,7 @@
 #include "common/timer.h"
 #include "compat/torch_compat.h"
 #include "model/yolo_model.h"
+#include "optim/newton_schulz.h"
 #include "optim/optimizer_factory.h"
 
 namespace detrain::cli {
@@ -55,58 +56,78 @@ struct Row {
   std::vector<torch::Tensor> final_params;
 };
 
-struct Setup {
-  std::vector<model::ParamInfo> infos;
-  std::vector<torch::Tensor> initial;  // parameter values before the first step
-  std::vector<torch::Tensor> grads;    // the fixed gradient of each parameter
-  torch::Device device{torch::kCPU};
+// One optimizer on its own copy of the parameters, with the same fixed gradients.
+struct Variant {
+  Row row;
+  std::vector<model::ParamInfo> infos;  // the model's descriptions with private parameters
+  std::vector<torch::Tensor> grads;     // the fixed gradient of each parameter
+  std::unique_ptr<optim::Optimizer> opt;
+  std::vector<double> ms;
 };
+
+Variant make_variant(const std::string& name, const std::vector<model::ParamInfo>& model_infos,
+                     const std::vector<torch::Tensor>& grads, const config::OptimOptions& options) {
+  Variant v;
+  v.row.name = name;
+  v.grads = grads;
+  v.infos = model_infos;
+  for (auto& info : v.infos) info.param = info.param.detach().clone().requires_grad_();
+  v.opt = optim::build_optimizer(v.infos, options, {});  // batch 16, accumulate 4: decay as set
+  return v;
+}
 
 // Copies the fixed gradients into the parameters' gradients (keeping any storage the optimizer
 // gave them); not timed, like a backward pass.
-void load_grads(const Setup& s) {
+void load_grads(Variant& v) {
   torch::NoGradGuard no_grad;
-  for (size_t i = 0; i < s.infos.size(); ++i) {
-    auto& grad = s.infos[i].param.mutable_grad();
+  for (size_t i = 0; i < v.infos.size(); ++i) {
+    auto& grad = v.infos[i].param.mutable_grad();
     if (grad.defined())
-      grad.copy_(s.grads[i]);
+      grad.copy_(v.grads[i]);
     else
-      grad = s.grads[i].clone();
+      grad = v.grads[i].clone();
   }
 }
 
-Row run_variant(const std::string& name, const Setup& s, config::OptimOptions options,
-                const BenchOptimArgs& args) {
-  {
-    torch::NoGradGuard no_grad;
-    for (size_t i = 0; i < s.infos.size(); ++i) {
-      s.infos[i].param.copy_(s.initial[i]);
-      s.infos[i].param.mutable_grad() = torch::Tensor();
-    }
-  }
-  optim::OptimizerRun run;  // batch 16, accumulate 4: the decay is the configured one
-  auto opt = optim::build_optimizer(s.infos, options, run);
-  Row row;
-  row.name = name;
-  std::vector<double> ms;
+// Steps every variant `warmup + steps` times, interleaved in ABC CBA order so that a load that
+// drifts during the run (other processes on the machine) hits each variant alike.
+void run_interleaved(std::vector<Variant>& variants, const BenchOptimArgs& args,
+                     const torch::Device& device) {
   for (int i = 0; i < args.warmup + args.steps; ++i) {
-    load_grads(s);
-    compat::synchronize(s.device);
-    Stopwatch watch;
-    if (i == 0) {
-      row.ops = count_ops([&] { opt->step(); });
-    } else {
-      opt->step();
+    for (size_t n = 0; n < variants.size(); ++n) {
+      auto& v = variants[i % 2 == 0 ? n : variants.size() - 1 - n];
+      load_grads(v);
+      compat::synchronize(device);
+      Stopwatch watch;
+      if (i == 0)
+        v.row.ops = count_ops([&] { v.opt->step(); });
+      else
+        v.opt->step();
+      compat::synchronize(device);
+      if (i >= args.warmup) v.ms.push_back(watch.millis());
     }
-    compat::synchronize(s.device);
-    if (i >= args.warmup) ms.push_back(watch.millis());
   }
-  std::sort(ms.begin(), ms.end());
-  row.median_ms = ms[ms.size() / 2];
-  row.min_ms = ms.front();
-  row.max_ms = ms.back();
-  for (const auto& info : s.infos) row.final_params.push_back(info.param.detach().clone());
-  return row;
+  for (auto& v : variants) {
+    std::sort(v.ms.begin(), v.ms.end());
+    v.row.median_ms = v.ms[v.ms.size() / 2];
+    v.row.min_ms = v.ms.front();
+    v.row.max_ms = v.ms.back();
+    for (const auto& info : v.infos) v.row.final_params.push_back(info.param.detach().clone());
+  }
+}
+
+// Newton-Schulz arithmetic of one step: per matrix (r <= c after orienting) 5 x (X X^T: 2 r^2 c,
+// A A: 2 r^3, B X: 2 r^2 c). Batching changes none of it, only how it is scheduled.
+double ns_gflop(const std::vector<optim::MatrixKey>& keys) {
+  double flop = 0;
+  for (const auto& key : keys) {
+    double rest = 1;
+    for (size_t d = 1; d < key.shape.size(); ++d) rest *= static_cast<double>(key.shape[d]);
+    const double r = std::min<double>(static_cast<double>(key.shape[0]), rest);
+    const double c = std::max<double>(static_cast<double>(key.shape[0]), rest);
+    flop += static_cast<double>(key.count) * optim::kNsSteps * (4 * r * r * c + 2 * r * r * r);
+  }
+  return flop / 1e9;
 }
 
 double max_abs_diff(const Row& a, const Row& b) {
@@ -123,53 +144,48 @@ int run_bench_optim(const BenchOptimArgs& args) {
   if (!args.scale.empty()) experiment.model.scale = args.scale;
   if (!args.device.empty()) experiment.runtime.device = args.device;
   const auto runtime = apply_runtime(experiment.runtime);
-  Setup s;
-  s.device = compat::parse_device(experiment.runtime.device);
+  const auto device = compat::parse_device(experiment.runtime.device);
 
   auto net = model::make_model(experiment.model);
-  net->to(s.device);
-  s.infos = net->param_infos();
-  s.infos.erase(std::remove_if(s.infos.begin(), s.infos.end(),
-                               [](const model::ParamInfo& i) { return !i.trainable; }),
-                s.infos.end());
-  auto gen_options = torch::TensorOptions().dtype(torch::kFloat);
+  net->to(device);
+  auto infos = net->param_infos();
+  infos.erase(std::remove_if(infos.begin(), infos.end(),
+                             [](const model::ParamInfo& i) { return !i.trainable; }),
+              infos.end());
   torch::manual_seed(555);
-  for (const auto& info : s.infos) {
-    s.initial.push_back(info.param.detach().clone());
-    s.grads.push_back(
-        (torch::randn(info.param.sizes(), gen_options) * 0.01).to(s.device));  // [...] as param
-  }
+  std::vector<torch::Tensor> grads;
+  for (const auto& info : infos)
+    grads.push_back((torch::randn(info.param.sizes()) * 0.01).to(device));  // [...] as param
 
   auto options = experiment.optim;
+  std::vector<Variant> variants;
   options.optimizer = "sgd";
-  auto sgd = run_variant("sgd", s, options, args);
+  variants.push_back(make_variant("sgd", infos, grads, options));
   options.optimizer = "musgd";
   options.bucketing = "off";
-  auto off = run_variant("musgd off", s, options, args);
+  variants.push_back(make_variant("musgd off", infos, grads, options));
   options.bucketing = "exact";
-  auto exact = run_variant("musgd exact", s, options, args);
+  variants.push_back(make_variant("musgd exact", infos, grads, options));
+  run_interleaved(variants, args, device);
+  const Row &sgd = variants[0].row, &off = variants[1].row, &exact = variants[2].row;
   const double diff = max_abs_diff(exact, off);
 
-  const auto probe = optim::build_optimizer(s.infos, options, {});
-  const auto* musgd = dynamic_cast<const optim::MuSGD*>(probe.get());
+  const auto* musgd = dynamic_cast<const optim::MuSGD*>(variants[2].opt.get());
   const int64_t matrices = musgd ? musgd->muon_matrices() : 0;
   const size_t keys = musgd ? musgd->matrix_keys().size() : 0;
   const size_t stacked = musgd ? musgd->stacked_buckets() : 0;
+  const double gflop = musgd ? ns_gflop(musgd->matrix_keys()) : 0.0;
   const std::vector<const Row*> rows{&sgd, &off, &exact};
   const int total_steps = args.warmup + args.steps;
 
   if (args.json) {
-    nlohmann::ordered_json out{{"model", net->arch().name()},
-                               {"device", s.device.str()},
-                               {"threads", runtime.torch_threads},
-                               {"torch", compat::torch_version()},
-                               {"ns_dtype", options.ns_dtype},
-                               {"steps", args.steps},
-                               {"warmup_steps", args.warmup},
-                               {"tensors", s.infos.size()},
-                               {"muon_matrices", matrices},
-                               {"keys", keys},
-                               {"stacked_buckets", stacked}};
+    nlohmann::ordered_json out{
+        {"model", net->arch().name()},      {"device", device.str()},
+        {"threads", runtime.torch_threads}, {"torch", compat::torch_version()},
+        {"ns_dtype", options.ns_dtype},     {"steps", args.steps},
+        {"warmup_steps", args.warmup},      {"tensors", infos.size()},
+        {"muon_matrices", matrices},        {"keys", keys},
+        {"stacked_buckets", stacked},       {"ns_gflop_per_step", gflop}};
     for (const auto* r : rows)
       out["optimizers"].push_back({{"name", r->name},
                                    {"median_ms", r->median_ms},
@@ -182,18 +198,19 @@ int run_bench_optim(const BenchOptimArgs& args) {
   }
   std::cout << fmt::format(
       "{}: {} trainable tensors, {} Muon matrices in {} keys ({} stacked); {} on {}, {} "
-      "thread(s), LibTorch {}, Newton-Schulz {}; {} steps after {} warm-up\n",
-      net->arch().name(), s.infos.size(), matrices, keys, stacked, "fixed random gradients",
-      s.device.str(), runtime.torch_threads, compat::torch_version(), options.ns_dtype,
-      args.steps, args.warmup);
-  std::cout << fmt::format("  {:<12} {:>10} {:>17} {:>10} {:>9} {:>9}\n", "optimizer",
-                           "median ms", "range ms", "ops/step", "vs off", "vs sgd");
+      "thread(s), LibTorch {}, Newton-Schulz {}; {} steps after {} warm-up, interleaved\n",
+      net->arch().name(), infos.size(), matrices, keys, stacked, "fixed random gradients",
+      device.str(), runtime.torch_threads, compat::torch_version(), options.ns_dtype, args.steps,
+      args.warmup);
+  std::cout << fmt::format("  {:<12} {:>10} {:>17} {:>10} {:>9} {:>9}\n", "optimizer", "median ms",
+                           "range ms", "ops/step", "vs off", "vs sgd");
   for (const auto* r : rows)
     std::cout << fmt::format("  {:<12} {:>10.2f} {:>8.2f}-{:<8.2f} {:>10} {:>8.2f}x {:>8.2f}x\n",
                              r->name, r->median_ms, r->min_ms, r->max_ms, r->ops,
                              r->median_ms / off.median_ms, r->median_ms / sgd.median_ms);
-  std::cout << fmt::format("  max |param exact - param off| after {} steps: {:.3g}\n",
-                           total_steps, diff);
+  std::cout << fmt::format("  max |param exact - param off| after {} steps: {:.3g}\n", total_steps,
+                           diff);
+  std::cout << fmt::format("  Newton-Schulz arithmetic: {:.2f} GFLOP per MuSGD step\n", gflop);
   return 0;
 }
 

@@ -2,7 +2,6 @@
 #include "optim/adamw.h"
 
 #include <cmath>
-#include <map>
 
 #include "common/errors.h"
 
@@ -56,12 +55,9 @@ void AdamW::zero_grad() {
 
 OptimizerSnapshot AdamW::snapshot() const {
   OptimizerSnapshot snap;
-  snap.kind = kind();
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const std::string prefix = "group" + std::to_string(g) + "/";
-    snap.scalars[prefix + "lr"] = groups_[g].options.lr;
-    snap.scalars[prefix + "momentum"] = groups_[g].options.beta1;
-    for (const auto& slot : groups_[g].slots) {
+  save_group_options(snap);
+  for (const auto& group : groups_) {
+    for (const auto& slot : group.slots) {
       if (!slot.exp_avg.defined()) continue;
       snap.scalars[slot.name + "/step"] = static_cast<double>(slot.step);
       snap.tensors.emplace_back(slot.name + "/exp_avg", slot.exp_avg.to(torch::kCPU).clone());
@@ -72,36 +68,16 @@ OptimizerSnapshot AdamW::snapshot() const {
 }
 
 void AdamW::restore(const OptimizerSnapshot& snap) {
-  if (snap.kind != kind())
-    throw ModelError("optimizer state is for '" + snap.kind +
-                     "' but optim.optimizer resolves to 'adamw'; resume with the optimizer the "
-                     "run started with");
-  std::map<std::string, Slot*> by_name;
-  for (auto& group : groups_)
-    for (auto& slot : group.slots) by_name[slot.name] = &slot;
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const std::string prefix = "group" + std::to_string(g) + "/";
-    if (!snap.scalars.count(prefix + "lr") || !snap.scalars.count(prefix + "momentum"))
-      throw ModelError("optimizer state has no options for group " + std::to_string(g) +
-                       "; it was written for another parameter grouping");
-    groups_[g].options.lr = snap.scalars.at(prefix + "lr");
-    groups_[g].options.beta1 = snap.scalars.at(prefix + "momentum");
-  }
-  for (const auto& [key, tensor] : snap.tensors) {
-    const auto cut = key.rfind('/');
-    const auto it = cut == std::string::npos ? by_name.end() : by_name.find(key.substr(0, cut));
-    if (it == by_name.end() || tensor.sizes() != it->second->param.sizes())
-      throw ModelError("optimizer state entry '" + key +
-                       "' matches no parameter of this model; resume with the same model");
-    Slot& slot = *it->second;
-    const auto value = tensor.to(slot.param.options()).clone();
-    if (key.substr(cut + 1) == "exp_avg")
+  restore_group_options(snap);
+  for_each_state_entry(snap, [&](Slot& slot, const std::string& entry, const torch::Tensor& t) {
+    const auto value = t.to(slot.param.options()).clone();
+    if (entry == "exp_avg")
       slot.exp_avg = value;
     else
       slot.exp_avg_sq = value;
     const auto step = snap.scalars.find(slot.name + "/step");
     slot.step = step == snap.scalars.end() ? 0 : static_cast<int64_t>(step->second);
-  }
+  });
 }
 
 }  // namespace detrain::optim

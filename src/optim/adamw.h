@@ -28,7 +28,20 @@ struct AdamWGroup {
   std::vector<torch::Tensor> params;
 };
 
-class AdamW : public Optimizer {
+struct AdamWSlot {
+  std::string name;
+  torch::Tensor param;
+  int64_t step = 0;
+  torch::Tensor exp_avg, exp_avg_sq;  // undefined until the first step
+};
+
+struct AdamWGroupState {
+  std::string name;
+  AdamWOptions options;
+  std::vector<AdamWSlot> slots;
+};
+
+class AdamW : public GroupedOptimizer<AdamWGroupState> {
  public:
   explicit AdamW(std::vector<AdamWGroup> groups);
 
@@ -36,11 +49,6 @@ class AdamW : public Optimizer {
   void step() override;
   void zero_grad() override;
 
-  size_t num_groups() const override { return groups_.size(); }
-  std::string group_name(size_t group) const override { return groups_.at(group).name; }
-  size_t group_size(size_t group) const override { return groups_.at(group).slots.size(); }
-  double lr(size_t group) const override { return groups_.at(group).options.lr; }
-  void set_lr(size_t group, double lr) override { groups_.at(group).options.lr = lr; }
   double momentum(size_t group) const override { return groups_.at(group).options.beta1; }
   void set_momentum(size_t group, double m) override { groups_.at(group).options.beta1 = m; }
 
@@ -48,18 +56,8 @@ class AdamW : public Optimizer {
   void restore(const OptimizerSnapshot& snapshot) override;
 
  private:
-  struct Slot {
-    std::string name;
-    torch::Tensor param;
-    int64_t step = 0;
-    torch::Tensor exp_avg, exp_avg_sq;  // undefined until the first step
-  };
-  struct Group {
-    std::string name;
-    AdamWOptions options;
-    std::vector<Slot> slots;
-  };
-  std::vector<Group> groups_;
+  using Slot = AdamWSlot;
+  using Group = AdamWGroupState;
 };
 
 }  // namespace detrain::optim

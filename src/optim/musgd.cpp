@@ -34,7 +34,7 @@ torch::Tensor muon_update(const torch::Tensor& grad, const torch::Tensor& moment
   TORCH_CHECK(grad.dim() >= 2, "muon_update takes a matrix or conv weight, got ", grad.sizes());
   auto buffer = momentum;  // in place, as the reference's momentum.lerp_
   buffer.lerp_(grad, 1.0 - beta);
-  const auto update = nesterov ? grad.lerp(buffer, beta) : buffer;  // [rows, ...]
+  const auto update = nesterov ? grad.lerp(buffer, beta) : buffer;           // [rows, ...]
   auto out = newton_schulz(update.reshape({update.size(0), -1}), ns_dtype);  // [rows, rest]
   const double scale = muon_scale(grad.sizes());
   if (scale != 1.0) out.mul_(scale);  // the reference multiplies by 1.0 too: an exact no-op
@@ -45,8 +45,8 @@ MuSGD::MuSGD(std::vector<MuSGDGroup> groups, MuSGDSettings settings)
     : settings_(std::move(settings)) {
   torch::NoGradGuard no_grad;
   for (auto& in : groups) {
-    TORCH_CHECK(in.names.size() == in.params.size(), "MuSGD group '", in.name, "': ",
-                in.names.size(), " names for ", in.params.size(), " parameters");
+    TORCH_CHECK(in.names.size() == in.params.size(), "MuSGD group '", in.name,
+                "': ", in.names.size(), " names for ", in.params.size(), " parameters");
     Group group{in.name, in.options, {}};
     const bool muon_group = in.options.w_muon > 0;
     for (size_t i = 0; i < in.params.size(); ++i) {
@@ -222,7 +222,8 @@ void MuSGD::zero_grad() {
     for (auto& slot : group.slots) {
       auto& grad = slot.param.mutable_grad();
       if (!grad.defined()) continue;
-      if (slot.bucket >= 0 && grad.data_ptr() == buckets_[slot.bucket].grad_rows[slot.row]) continue;
+      if (slot.bucket >= 0 && grad.data_ptr() == buckets_[slot.bucket].grad_rows[slot.row])
+        continue;
       grad.zero_();
     }
   }
@@ -236,13 +237,9 @@ int64_t MuSGD::muon_matrices() const {
 
 OptimizerSnapshot MuSGD::snapshot() const {
   OptimizerSnapshot snap;
-  snap.kind = kind();
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const auto& o = groups_[g].options;
-    const std::string prefix = "group" + std::to_string(g) + "/";
-    snap.scalars[prefix + "lr"] = o.lr;
-    snap.scalars[prefix + "momentum"] = o.momentum;
-    for (const auto& slot : groups_[g].slots) {
+  save_group_options(snap);
+  for (const auto& group : groups_) {
+    for (const auto& slot : group.slots) {
       if (slot.muon_buffer.defined())
         snap.tensors.emplace_back(slot.name + "/muon_buffer", cpu_copy(slot.muon_buffer));
       if (slot.sgd_buffer.defined())
@@ -253,45 +250,22 @@ OptimizerSnapshot MuSGD::snapshot() const {
 }
 
 void MuSGD::restore(const OptimizerSnapshot& snap) {
-  if (snap.kind != kind())
-    throw ModelError("optimizer state is for '" + snap.kind + "' but optim.optimizer resolves to '" +
-                     kind() + "'; resume with the optimizer the run started with");
+  restore_group_options(snap);
   torch::NoGradGuard no_grad;
-  std::map<std::string, Slot*> by_name;
-  for (auto& group : groups_)
-    for (auto& slot : group.slots) by_name[slot.name] = &slot;
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const std::string prefix = "group" + std::to_string(g) + "/";
-    const auto lr = snap.scalars.find(prefix + "lr");
-    const auto m = snap.scalars.find(prefix + "momentum");
-    if (lr == snap.scalars.end() || m == snap.scalars.end())
-      throw ModelError("optimizer state has no options for group " + std::to_string(g) + " (" +
-                       groups_[g].name + "); it was written for another parameter grouping");
-    groups_[g].options.lr = lr->second;
-    groups_[g].options.momentum = m->second;
-  }
-  for (const auto& [key, tensor] : snap.tensors) {
-    const auto cut = key.rfind('/');
-    const auto it = cut == std::string::npos ? by_name.end() : by_name.find(key.substr(0, cut));
-    if (it == by_name.end())
-      throw ModelError("optimizer state names '" + key +
-                       "', which is no parameter of this model; resume with the same model");
-    Slot& slot = *it->second;
-    const std::string what = key.substr(cut + 1);
-    if (tensor.sizes() != slot.param.sizes())
-      throw ModelError("optimizer state '" + key + "' has the wrong shape for this model");
-    const auto value = tensor.to(slot.param.options());
-    if (what == "muon_buffer" && slot.muon) {
+  for_each_state_entry(snap, [&](Slot& slot, const std::string& entry, const torch::Tensor& t) {
+    const auto value = t.to(slot.param.options());
+    if (entry == "muon_buffer" && slot.muon) {
       slot.muon_buffer.copy_(value);
-    } else if (what == "momentum_buffer" && slot.muon) {
+    } else if (entry == "momentum_buffer" && slot.muon) {
       slot.sgd_buffer.copy_(value);
-    } else if (what == "momentum_buffer") {
+    } else if (entry == "momentum_buffer") {
       slot.sgd_buffer = value.clone();
     } else {
-      throw ModelError("optimizer state entry '" + key + "' does not fit parameter " +
-                       slot.name + " (Muon routing differs); resume with the same optimizer");
+      throw ModelError("optimizer state entry '" + slot.name + "/" + entry +
+                       "' does not fit this parameter (Muon routing differs); resume with the "
+                       "same optimizer settings");
     }
-  }
+  });
 }
 
 }  // namespace detrain::optim

@@ -56,7 +56,23 @@ struct MatrixKey {
   int64_t count = 0;
 };
 
-class MuSGD : public Optimizer {
+struct MuSGDSlot {
+  std::string name;
+  torch::Tensor param;
+  bool muon = false;          // matrix in a Muon group: both branches
+  torch::Tensor muon_buffer;  // Muon EMA of gradients (a bucket view when stacked)
+  torch::Tensor sgd_buffer;   // heavy-ball buffer; undefined until the first SGD-only step
+  int bucket = -1;            // index into the buckets, -1: per-parameter path
+  size_t row = 0;             // position inside the bucket
+};
+
+struct MuSGDGroupState {
+  std::string name;
+  MuSGDOptions options;
+  std::vector<MuSGDSlot> slots;
+};
+
+class MuSGD : public GroupedOptimizer<MuSGDGroupState> {
  public:
   // Builds the buckets once. With `exact`, each stacked parameter's storage moves into its
   // bucket (values unchanged); a later set_data on it (e.g. Module::to) is detected and relinked.
@@ -66,11 +82,6 @@ class MuSGD : public Optimizer {
   void step() override;
   void zero_grad() override;
 
-  size_t num_groups() const override { return groups_.size(); }
-  std::string group_name(size_t group) const override { return groups_.at(group).name; }
-  size_t group_size(size_t group) const override { return groups_.at(group).slots.size(); }
-  double lr(size_t group) const override { return groups_.at(group).options.lr; }
-  void set_lr(size_t group, double lr) override { groups_.at(group).options.lr = lr; }
   double momentum(size_t group) const override { return groups_.at(group).options.momentum; }
   void set_momentum(size_t group, double m) override { groups_.at(group).options.momentum = m; }
   const MuSGDOptions& options(size_t group) const { return groups_.at(group).options; }
@@ -85,20 +96,8 @@ class MuSGD : public Optimizer {
   const MuSGDSettings& settings() const { return settings_; }
 
  private:
-  struct Slot {
-    std::string name;
-    torch::Tensor param;
-    bool muon = false;          // matrix in a Muon group: both branches
-    torch::Tensor muon_buffer;  // Muon EMA of gradients (a bucket view when stacked)
-    torch::Tensor sgd_buffer;   // heavy-ball buffer; undefined until the first SGD-only step
-    int bucket = -1;            // index into buckets_, -1: per-parameter path
-    size_t row = 0;             // position inside the bucket
-  };
-  struct Group {
-    std::string name;
-    MuSGDOptions options;
-    std::vector<Slot> slots;
-  };
+  using Slot = MuSGDSlot;
+  using Group = MuSGDGroupState;
   struct Bucket {
     size_t group = 0;
     std::vector<size_t> slots;  // indices into the group's slots
@@ -118,7 +117,6 @@ class MuSGD : public Optimizer {
   void step_matrix(const MuSGDOptions& o, Slot& slot);
   static void step_vector(const MuSGDOptions& o, Slot& slot);
 
-  std::vector<Group> groups_;
   std::vector<Bucket> buckets_;
   std::vector<MatrixKey> keys_;
   MuSGDSettings settings_;

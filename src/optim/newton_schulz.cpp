@@ -7,11 +7,22 @@ namespace detrain::optim {
 namespace {
 
 // Five quintic steps on X [..., r, c] with r <= c (wide); batched when X has a leading dim.
+// bf16 on the CPU: each matmul runs in fp32 on the bf16 values and rounds once to bf16, which
+// is how cuBLAS and LibTorch 2.x CPU accumulate. LibTorch 1.13's own CPU bf16 matmul (no
+// AVX512 here) accumulates in bf16 and is ~30x slower than this on yolo26n.
 torch::Tensor iterate(torch::Tensor x) {
+  const bool emulate = x.scalar_type() == torch::kBFloat16 && x.device().is_cpu();
+  const auto wide = [&](const torch::Tensor& t) { return emulate ? t.to(torch::kFloat) : t; };
+  const auto round = [&](const torch::Tensor& t) { return emulate ? t.to(torch::kBFloat16) : t; };
+  // mm / bmm directly: matmul adds expand and reshape calls around bmm for stacks.
+  const auto mm = [&](const torch::Tensor& l, const torch::Tensor& r) {
+    return l.dim() == 2 ? l.mm(r) : l.bmm(r);
+  };
   for (int step = 0; step < kNsSteps; ++step) {
-    const auto a = x.matmul(x.transpose(-2, -1));  // [..., r, r]
-    const auto b = kNsB * a + (kNsC * a).matmul(a);
-    x = kNsA * x + b.matmul(x);
+    const auto xw = wide(x);                             // [..., r, c]
+    const auto a = round(mm(xw, xw.transpose(-2, -1)));  // [..., r, r]
+    const auto b = kNsB * a + round(mm(wide(kNsC * a), wide(a)));
+    x = kNsA * x + round(mm(wide(b), xw));
   }
   return x;
 }

@@ -23,6 +23,32 @@ std::vector<std::string> split_names(const std::string& joined) {
 
 }  // namespace
 
+void Optimizer::save_group_options(OptimizerSnapshot& snapshot) const {
+  snapshot.kind = kind();
+  for (size_t g = 0; g < num_groups(); ++g) {
+    const std::string prefix = "group" + std::to_string(g) + "/";
+    snapshot.scalars[prefix + "lr"] = lr(g);
+    snapshot.scalars[prefix + "momentum"] = momentum(g);
+  }
+}
+
+void Optimizer::restore_group_options(const OptimizerSnapshot& snapshot) {
+  if (snapshot.kind != kind())
+    throw ModelError("optimizer state is for '" + snapshot.kind +
+                     "' but optim.optimizer resolves to '" + kind() +
+                     "'; resume with the optimizer the run started with");
+  for (size_t g = 0; g < num_groups(); ++g) {
+    const std::string prefix = "group" + std::to_string(g) + "/";
+    const auto lr_it = snapshot.scalars.find(prefix + "lr");
+    const auto m_it = snapshot.scalars.find(prefix + "momentum");
+    if (lr_it == snapshot.scalars.end() || m_it == snapshot.scalars.end())
+      throw ModelError("optimizer state has no options for group " + std::to_string(g) + " (" +
+                       group_name(g) + "); it was written for another parameter grouping");
+    set_lr(g, lr_it->second);
+    set_momentum(g, m_it->second);
+  }
+}
+
 void Optimizer::save(torch::serialize::OutputArchive& archive) const {
   const auto snap = snapshot();
   std::vector<std::string> tensor_names, scalar_names;
@@ -58,7 +84,8 @@ void Optimizer::load(torch::serialize::InputArchive& archive) {
   for (size_t i = 0; i < tensor_names.size(); ++i)
     snap.tensors.emplace_back(tensor_names[i], tensor_list.get(i));
   const auto scalar_list = scalars.toDoubleList();
-  for (size_t i = 0; i < scalar_names.size(); ++i) snap.scalars[scalar_names[i]] = scalar_list.get(i);
+  for (size_t i = 0; i < scalar_names.size(); ++i)
+    snap.scalars[scalar_names[i]] = scalar_list.get(i);
   restore(snap);
 }
 

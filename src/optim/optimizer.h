@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/errors.h"
+
 namespace detrain::optim {
 
 // Everything a resumed run needs: per-parameter tensors ("<param name>/<slot>") and scalars
@@ -47,6 +49,45 @@ class Optimizer {
   // snapshot() / restore() through a LibTorch archive (keys "optim/...").
   void save(torch::serialize::OutputArchive& archive) const;
   void load(torch::serialize::InputArchive& archive);
+
+ protected:
+  // The per-group entries every kind shares: "group<g>/lr" and "group<g>/momentum".
+  void save_group_options(OptimizerSnapshot& snapshot) const;
+  // Checks the kind and restores every group's lr and momentum (ModelError when absent).
+  void restore_group_options(const OptimizerSnapshot& snapshot);
+};
+
+// The group bookkeeping of optimizers whose groups hold `name`, `options.lr` and `slots`.
+template <class Group>
+class GroupedOptimizer : public Optimizer {
+ public:
+  size_t num_groups() const override { return groups_.size(); }
+  std::string group_name(size_t group) const override { return groups_.at(group).name; }
+  size_t group_size(size_t group) const override { return groups_.at(group).slots.size(); }
+  double lr(size_t group) const override { return groups_.at(group).options.lr; }
+  void set_lr(size_t group, double lr) override { groups_.at(group).options.lr = lr; }
+
+ protected:
+  using Slot = typename decltype(Group::slots)::value_type;
+
+  // Calls apply(slot, entry, tensor) for each state tensor "<param name>/<entry>"; ModelError
+  // naming the key when no parameter has that name or the shapes differ.
+  template <class F>
+  void for_each_state_entry(const OptimizerSnapshot& snapshot, F&& apply) {
+    std::map<std::string, Slot*> by_name;
+    for (auto& group : groups_)
+      for (auto& slot : group.slots) by_name[slot.name] = &slot;
+    for (const auto& [key, tensor] : snapshot.tensors) {
+      const auto cut = key.rfind('/');
+      const auto it = cut == std::string::npos ? by_name.end() : by_name.find(key.substr(0, cut));
+      if (it == by_name.end() || tensor.sizes() != it->second->param.sizes())
+        throw ModelError("optimizer state entry '" + key +
+                         "' fits no parameter of this model; resume with the same model");
+      apply(*it->second, key.substr(cut + 1), tensor);
+    }
+  }
+
+  std::vector<Group> groups_;
 };
 
 }  // namespace detrain::optim

@@ -67,7 +67,8 @@ std::unique_ptr<Optimizer> build_optimizer(const std::vector<model::ParamInfo>& 
     return std::make_unique<AdamW>(std::move(adam));
   }
   if (choice.kind != "musgd" && choice.kind != "sgd")
-    throw ConfigError("optim.optimizer=" + choice.kind + " is unknown; use musgd, sgd, adamw or auto");
+    throw ConfigError("optim.optimizer=" + choice.kind +
+                      " is unknown; use musgd, sgd, adamw or auto");
   MuSGDSettings musgd;
   musgd.kind = choice.kind;
   musgd.bucketing = parse_bucketing(options.bucketing);

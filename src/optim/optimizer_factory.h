@@ -18,11 +18,11 @@ namespace detrain::optim {
 
 // What the trainer knows when it builds the optimizer.
 struct OptimizerRun {
-  int64_t batch = 16;             // images per iteration (all ranks)
-  int64_t accumulate = 4;         // steady micro-batches per step: max(round(nbs / batch), 1)
-  int64_t total_iterations = 0;   // ceil(train images / max(batch, nbs)) * epochs (auto rule)
-  int64_t nc = 80;                // classes (AdamW's auto lr)
-  int64_t nbs = 64;               // nominal batch size
+  int64_t batch = 16;            // images per iteration (all ranks)
+  int64_t accumulate = 4;        // steady micro-batches per step: max(round(nbs / batch), 1)
+  int64_t total_iterations = 0;  // ceil(train images / max(batch, nbs)) * epochs (auto rule)
+  int64_t nc = 80;               // classes (AdamW's auto lr)
+  int64_t nbs = 64;              // nominal batch size
 };
 
 // The optimizer `optim.optimizer` resolves to. Under auto the reference ignores lr0 and

@@ -23,6 +23,8 @@ double rel_error(const torch::Tensor& ours, const torch::Tensor& ref) {
 // Golden README section 7, NS cases: vs the reference (torch 1.13 CPU bf16 matmuls that
 // accumulate small products in bf16) ||diff|| / ||ref|| <= 0.1.
 constexpr double kNsVsReference = 0.1;
+// vs variant_f32acc (fp32-accumulated bf16 matmuls, which ours are): <= 2e-2.
+constexpr double kNsVsVariant = 2e-2;
 
 }  // namespace
 
@@ -48,17 +50,17 @@ TEST_CASE("Newton-Schulz singular values lie in the quintic's band", "[unit][mus
 TEST_CASE("Stacked Newton-Schulz equals the per-matrix call", "[unit][musgd]") {
   torch::manual_seed(4);
   for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
-    for (const auto& shape : std::vector<std::vector<int64_t>>{{5, 16, 27}, {3, 64, 48}, {4, 8, 8}}) {
+    for (const auto& shape :
+         std::vector<std::vector<int64_t>>{{5, 16, 27}, {3, 64, 48}, {4, 8, 8}}) {
       const auto stack = torch::randn(shape);  // [k, r, c]
       const auto batched = newton_schulz_batched(stack, dtype);
       REQUIRE(batched.sizes() == stack.sizes());
       double worst = 0;
       for (int64_t i = 0; i < stack.size(0); ++i) {
         const auto single = newton_schulz(stack[i], dtype);
-        worst = std::max(worst, (batched[i].to(torch::kFloat) - single.to(torch::kFloat))
-                                    .abs()
-                                    .max()
-                                    .item<double>());
+        worst = std::max(
+            worst,
+            (batched[i].to(torch::kFloat) - single.to(torch::kFloat)).abs().max().item<double>());
       }
       INFO("dtype " << dtype << " stack " << stack.sizes() << " max |batched - single| " << worst);
       // fp32: batched matmuls run the same gemm per slice and the per-matrix norm reduces the
@@ -83,6 +85,7 @@ TEST_CASE("Newton-Schulz reproduces the reference cases", "[parity][musgd]") {
     std::cout << key << " " << input.sizes() << ": ||ours - ref|| / ||ref|| = " << vs_ref
               << ", vs variant_f32acc " << vs_variant << "\n";
     CHECK(vs_ref <= kNsVsReference);
+    CHECK(vs_variant <= kNsVsVariant);
   }
 }
 
@@ -99,7 +102,8 @@ TEST_CASE("muon_update reproduces the reference cases", "[parity][musgd]") {
     const auto ref = golden.at(key + ".update");
     REQUIRE(update.numel() == ref.numel());
     // The lerp is elementwise fp32, the same kernel as the reference's: exact.
-    const auto buffer = test::check_close(key + " momentum", momentum, golden.at(key + ".momentum_out"), 0.0);
+    const auto buffer =
+        test::check_close(key + " momentum", momentum, golden.at(key + ".momentum_out"), 0.0);
     INFO(buffer.details);
     CHECK(buffer.ok);
     const double vs_ref = rel_error(update.reshape(ref.sizes()), ref);

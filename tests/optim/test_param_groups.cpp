@@ -13,20 +13,12 @@
 #include "optim/optimizer_factory.h"
 #include "optim/param_groups.h"
 #include "test_support.h"
+#include "yolo26n_params.h"
 
 using namespace detrain;
 using namespace detrain::optim;
 
 namespace {
-
-std::vector<model::ParamInfo> yolo26n_params() {
-  model::BuildOptions options;
-  options.arch = "models/yolo26.yaml";
-  options.scale = "n";
-  options.nc = 80;
-  model::YoloModel net(options);
-  return net->param_infos();
-}
 
 config::OptimOptions musgd_options() {
   config::OptimOptions o;
@@ -36,12 +28,13 @@ config::OptimOptions musgd_options() {
 
 }  // namespace
 
-TEST_CASE("yolo26n groups: sizes, lr and decay as the reference builds them", "[unit][param_groups]") {
-  const auto groups = build_param_groups(yolo26n_params(), {true, 0.01, 3.0, 5e-4});
+TEST_CASE("yolo26n groups: sizes, lr and decay as the reference builds them",
+          "[unit][param_groups]") {
+  const auto groups = build_param_groups(test::yolo26n_params(), {true, 0.01, 3.0, 5e-4});
   REQUIRE(groups.size() == 8);
   // reference-yolo.md 2.4 and golden README 5: 0/0 weight, 24/90 bn, 30/96 bias, 30/96 muon.
   const std::vector<size_t> sizes{0, 0, 24, 90, 30, 96, 30, 96};
-  const std::vector<std::string> names{"weight_cls", "weight", "bn_cls", "bn",
+  const std::vector<std::string> names{"weight_cls", "weight", "bn_cls",   "bn",
                                        "bias_cls",   "bias",   "muon_cls", "muon"};
   for (int g = 0; g < 8; ++g) {
     INFO("group " << g);
@@ -51,7 +44,7 @@ TEST_CASE("yolo26n groups: sizes, lr and decay as the reference builds them", "[
     CHECK(groups[g].weight_decay == (g < 2 || g >= 6 ? 5e-4 : 0.0));
   }
   // Without Muon (SGD, AdamW) the matrices are decayed weights and no group is boosted.
-  const auto plain = build_param_groups(yolo26n_params(), {false, 0.01, 3.0, 5e-4});
+  const auto plain = build_param_groups(test::yolo26n_params(), {false, 0.01, 3.0, 5e-4});
   CHECK(plain[0].names.size() == 30);
   CHECK(plain[1].names.size() == 96);
   CHECK(plain[6].names.empty());
@@ -65,7 +58,7 @@ TEST_CASE("yolo26n groups equal the reference's group_assignment", "[parity][par
   std::map<std::string, int> reference;
   for (const auto& row : nlohmann::json::parse(golden.metadata.at("group_assignment")))
     reference[row[0].get<std::string>()] = row[1].get<int>();
-  const auto groups = build_param_groups(yolo26n_params(), {true, 0.01, 3.0, 5e-4});
+  const auto groups = build_param_groups(test::yolo26n_params(), {true, 0.01, 3.0, 5e-4});
   std::map<std::string, int> ours;
   for (const auto& g : groups)
     for (const auto& name : g.names) ours[name] = g.index;
@@ -78,7 +71,7 @@ TEST_CASE("yolo26n groups equal the reference's group_assignment", "[parity][par
 }
 
 TEST_CASE("MuSGD's buckets on yolo26n match the model census", "[unit][param_groups]") {
-  const auto infos = yolo26n_params();
+  const auto infos = test::yolo26n_params();
   const auto census = model::census(infos);
   const auto opt = build_optimizer(infos, musgd_options(), {});
   const auto* musgd = dynamic_cast<const MuSGD*>(opt.get());
@@ -129,7 +122,7 @@ TEST_CASE("optimizer=auto follows the reference's rule", "[unit][param_groups]")
 }
 
 TEST_CASE("The factory builds each kind with its groups", "[unit][param_groups]") {
-  const auto infos = yolo26n_params();
+  const auto infos = test::yolo26n_params();
   config::OptimOptions o;
   OptimizerRun run;
   run.total_iterations = 100;  // auto -> AdamW
@@ -147,10 +140,11 @@ TEST_CASE("The factory builds each kind with its groups", "[unit][param_groups]"
   CHECK(dynamic_cast<const MuSGD*>(musgd.get())->options(7).w_muon == 0.2);
 }
 
-TEST_CASE("Config values this build does not offer are refused with the key", "[unit][param_groups]") {
+TEST_CASE("Config values this build does not offer are refused with the key",
+          "[unit][param_groups]") {
   auto o = musgd_options();
   o.bucketing = "padded";
-  CHECK_THROWS_AS(build_optimizer(yolo26n_params(), o, {}), ConfigError);
+  CHECK_THROWS_AS(build_optimizer(test::yolo26n_params(), o, {}), ConfigError);
   CHECK_THROWS_WITH(parse_bucketing("padded"), Catch::Contains("optim.bucketing"));
   CHECK_THROWS_WITH(parse_ns_dtype("fp16"), Catch::Contains("optim.ns_dtype"));
 }
