@@ -107,14 +107,12 @@ Sample make_train_sample(ImageSource& source, const TrainChainOptions& o, bool m
   if (mosaic && rng.bernoulli(aug.mosaic)) {
     std::array<Sample, 4> tiles;
     tiles[0] = source.load(index);
+    // W positions ending at this one, or the first W early in an epoch: the reference's buffer
+    // is still filling there and repeats one image across the mosaic.
     const size_t window =
-        o.mosaic_window == 0 ? order.size() : std::min(o.mosaic_window, position + 1);
-    for (size_t t = 1; t < 4; ++t) {
-      const size_t pick = rng.below(window);
-      const int64_t partner =
-          o.mosaic_window == 0 ? order[pick] : order[position + 1 - window + pick];
-      tiles[t] = source.load(partner);
-    }
+        o.mosaic_window == 0 ? order.size() : std::min(o.mosaic_window, order.size());
+    const size_t first = position + 1 >= window ? position + 1 - window : 0;
+    for (size_t t = 1; t < 4; ++t) tiles[t] = source.load(order[first + rng.below(window)]);
     lap(&ChainTimes::load);
     const auto [xc, yc] = draw_mosaic_center(rng, s);
     draw = draw_affine(rng, aug, 2 * s, 2 * s, s, s);
