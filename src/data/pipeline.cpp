@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include "common/errors.h"
@@ -14,6 +15,7 @@
 #include "data/flip.h"
 #include "data/hsv.h"
 #include "data/letterbox.h"
+#include "data/mixup.h"
 #include "data/mosaic.h"
 #include "data/random_affine.h"
 
@@ -23,6 +25,7 @@ namespace {
 
 // Stream ids: the augmentation stream is separate from the shuffle stream of the loader.
 constexpr uint64_t kAugmentStream = 0xa11;
+constexpr uint64_t kMixupStream = 0xa12;
 // Replacement attempts before a run of undecodable files becomes fatal.
 constexpr int64_t kMaxReplacements = 64;
 
@@ -88,22 +91,15 @@ Sample ImageSource::load(int64_t index) {
                   " on; check the image files (see the warnings above)");
 }
 
-Sample make_train_sample(ImageSource& source, const TrainChainOptions& o, bool mosaic,
-                         const std::vector<int64_t>& order, size_t position, int64_t epoch,
-                         ChainTimes* times) {
-  const int64_t index = order[position];
-  Rng rng(o.seed, {kAugmentStream, static_cast<uint64_t>(epoch), static_cast<uint64_t>(index)});
+namespace {
+
+// Mosaic (or letterbox) + random perspective: the reference's pre_transform.
+Sample geometric_stage(ImageSource& source, const TrainChainOptions& o, bool mosaic,
+                       const std::vector<int64_t>& order, size_t position, Rng& rng,
+                       const std::function<void(double ChainTimes::*)>& lap) {
   const auto& aug = o.augment;
   const int s = o.imgsz;
-  double last = times ? thread_cpu_ms() : 0.0;
-  auto lap = [&](double ChainTimes::*stage) {
-    if (!times) return;
-    const double now = thread_cpu_ms();
-    times->*stage += now - last;
-    last = now;
-  };
-  Sample sample;
-  AffineDraw draw;
+  const int64_t index = order[position];
   if (mosaic && rng.bernoulli(aug.mosaic)) {
     std::array<Sample, 4> tiles;
     tiles[0] = source.load(index);
@@ -115,18 +111,47 @@ Sample make_train_sample(ImageSource& source, const TrainChainOptions& o, bool m
     for (size_t t = 1; t < 4; ++t) tiles[t] = source.load(order[first + rng.below(window)]);
     lap(&ChainTimes::load);
     const auto [xc, yc] = draw_mosaic_center(rng, s);
-    draw = draw_affine(rng, aug, 2 * s, 2 * s, s, s);
+    const AffineDraw draw = draw_affine(rng, aug, 2 * s, 2 * s, s, s);
     lap(&ChainTimes::place);
-    sample = mosaic_warp({&tiles[0], &tiles[1], &tiles[2], &tiles[3]}, s, xc, yc, draw);
-  } else {
-    sample = source.load(index);
-    lap(&ChainTimes::load);
-    const cv::Mat loaded = sample.image;
-    letterbox(sample, {s, s, true, true, 114});
-    draw = draw_affine(rng, aug, s, s, s, s);
-    lap(&ChainTimes::place);
-    warp_sample(sample, draw, s, s);
-    own_image(sample, loaded);
+    return mosaic_warp({&tiles[0], &tiles[1], &tiles[2], &tiles[3]}, s, xc, yc, draw);
+  }
+  Sample sample = source.load(index);
+  lap(&ChainTimes::load);
+  const cv::Mat loaded = sample.image;
+  letterbox(sample, {s, s, true, true, 114});
+  const AffineDraw draw = draw_affine(rng, aug, s, s, s, s);
+  lap(&ChainTimes::place);
+  warp_sample(sample, draw, s, s);
+  own_image(sample, loaded);
+  return sample;
+}
+
+}  // namespace
+
+Sample make_train_sample(ImageSource& source, const TrainChainOptions& o, bool mosaic,
+                         const std::vector<int64_t>& order, size_t position, int64_t epoch,
+                         ChainTimes* times) {
+  const auto record = static_cast<uint64_t>(order[position]);
+  Rng rng(o.seed, {kAugmentStream, static_cast<uint64_t>(epoch), record});
+  const auto& aug = o.augment;
+  double last = times ? thread_cpu_ms() : 0.0;
+  const std::function<void(double ChainTimes::*)> lap = [&](double ChainTimes::*stage) {
+    if (!times) return;
+    const double now = thread_cpu_ms();
+    times->*stage += now - last;
+    last = now;
+  };
+  Sample sample = geometric_stage(source, o, mosaic, order, position, rng, lap);
+  // MixUp goes with mosaic (close_mosaic turns both off); the partner is another position of
+  // the window with its own stream.
+  if (mosaic && aug.mixup > 0 && rng.bernoulli(aug.mixup)) {
+    const size_t window = std::min(std::max<size_t>(o.mosaic_window, 1), order.size());
+    const size_t first = position + 1 >= window ? position + 1 - window : 0;
+    const size_t partner = first + rng.below(window);
+    Rng partner_rng(o.seed, {kMixupStream, static_cast<uint64_t>(epoch), record});
+    const Sample other = geometric_stage(source, o, mosaic, order, partner, partner_rng,
+                                         [](double ChainTimes::*) {});
+    mixup(sample, other, draw_beta(rng, 32.0, 32.0));
   }
   lap(&ChainTimes::warp);
   apply_hsv(sample.image, draw_hsv(rng, aug.hsv_h, aug.hsv_s, aug.hsv_v));

@@ -1,9 +1,8 @@
 // The per-sample transform chains. Train: mosaic (p = augment.mosaic, partners drawn from a
-// window of positions around this one in the epoch order) or load + letterbox, then
-// RandomPerspective, HSV, vertical and horizontal flips. Val: load (long side = imgsz) + letterbox
-// to the batch's rect shape without scale-up. Every random draw comes from one Rng stream named by
-// (seed, epoch, record), so a sample never depends on which thread builds it; mixup is not
-// implemented (the reference default is 0).
+// window of recent positions in the epoch order) or load + letterbox, then RandomPerspective,
+// MixUp (p = augment.mixup), HSV, vertical and horizontal flips. Val: load (long side = imgsz)
+// + letterbox to the batch's rect shape without scale-up. Every random draw comes from Rng
+// streams named by (seed, epoch, record), so a sample never depends on which thread builds it.
 #pragma once
 
 #include <atomic>
