@@ -1,4 +1,5 @@
-// MixUp; see mixup.h.
+// MixUp; see mixup.h. numpy's beta sampler is not reproduced (our own Rng stream); the blend
+// itself truncates like the reference.
 #include "data/mixup.h"
 
 #include <cmath>

@@ -1,4 +1,5 @@
-// Transform chains; see pipeline.h.
+// Transform chains; see pipeline.h. The reference's Compose of transform objects becomes two
+// plain functions; random draws come from per-sample streams instead of Python's `random`.
 #include "data/pipeline.h"
 
 #include <spdlog/spdlog.h>
