@@ -1,4 +1,5 @@
-// Collate; see collate.h.
+// Collate; see collate.h. Unlike the reference's torch collate_fn, images go straight from
+// the BGR samples into the planes of one (optionally pinned) batch tensor, no per-image tensors.
 #include "data/collate.h"
 
 #include <opencv2/core.hpp>

@@ -1,4 +1,5 @@
-// Data-set descriptor loading; see dataset.h.
+// Data-set descriptor loading; see dataset.h. Differs from the reference's check_det_dataset:
+// no downloads and no `names` dict; a 17-keypoint set without oks_sigmas gets COCO's.
 #include "data/dataset.h"
 
 #include <yaml-cpp/yaml.h>

@@ -1,4 +1,5 @@
-// Decode and resize; see decode.h.
+// Decode and resize; see decode.h. Truncated JPEGs are failures here (libjpeg and the
+// reference only warn and restore them).
 #include "data/decode.h"
 
 #include <algorithm>

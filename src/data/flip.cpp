@@ -1,4 +1,5 @@
-// Flips; see flip.h.
+// Flips; see flip.h. Same label maths as the reference's Instances.fliplr / flipud, done on
+// xyxy pixels instead of normalised xywh.
 #include "data/flip.h"
 
 #include <opencv2/core.hpp>

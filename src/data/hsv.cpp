@@ -1,4 +1,5 @@
-// RandomHSV; see hsv.h.
+// RandomHSV; see hsv.h. The lookup tables follow the reference; the three tables are applied
+// in one pass over the HSV bytes instead of split / LUT / merge.
 #include "data/hsv.h"
 
 #include <algorithm>

@@ -1,4 +1,5 @@
-// Image cache; see image_cache.h.
+// Image cache; see image_cache.h. LRU (not the reference's FIFO), shared by all workers and
+// guarded by one mutex: lookups are rare next to the decode they save.
 #include "data/image_cache.h"
 
 #include <fstream>

@@ -1,4 +1,5 @@
-// The loader; see loader.h.
+// The loader; see loader.h. Batch-level parallelism (a worker builds a whole batch) instead of
+// the reference's per-sample worker processes; ordering and seeding make it deterministic.
 #include "data/loader.h"
 
 #include <spdlog/spdlog.h>

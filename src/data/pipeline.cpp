@@ -1,4 +1,5 @@
-// Transform chains; see pipeline.h.
+// Transform chains; see pipeline.h. The reference's Compose of transform objects becomes two
+// plain functions; random draws come from per-sample streams instead of Python's `random`.
 #include "data/pipeline.h"
 
 #include <spdlog/spdlog.h>
@@ -6,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include "common/errors.h"
@@ -14,6 +16,7 @@
 #include "data/flip.h"
 #include "data/hsv.h"
 #include "data/letterbox.h"
+#include "data/mixup.h"
 #include "data/mosaic.h"
 #include "data/random_affine.h"
 
@@ -23,6 +26,7 @@ namespace {
 
 // Stream ids: the augmentation stream is separate from the shuffle stream of the loader.
 constexpr uint64_t kAugmentStream = 0xa11;
+constexpr uint64_t kMixupStream = 0xa12;
 // Replacement attempts before a run of undecodable files becomes fatal.
 constexpr int64_t kMaxReplacements = 64;
 
@@ -88,47 +92,67 @@ Sample ImageSource::load(int64_t index) {
                   " on; check the image files (see the warnings above)");
 }
 
+namespace {
+
+// Mosaic (or letterbox) + random perspective: the reference's pre_transform.
+Sample geometric_stage(ImageSource& source, const TrainChainOptions& o, bool mosaic,
+                       const std::vector<int64_t>& order, size_t position, Rng& rng,
+                       const std::function<void(double ChainTimes::*)>& lap) {
+  const auto& aug = o.augment;
+  const int s = o.imgsz;
+  const int64_t index = order[position];
+  if (mosaic && rng.bernoulli(aug.mosaic)) {
+    std::array<Sample, 4> tiles;
+    tiles[0] = source.load(index);
+    // W positions ending at this one, or the first W early in an epoch: the reference's buffer
+    // is still filling there and repeats one image across the mosaic.
+    const size_t window =
+        o.mosaic_window == 0 ? order.size() : std::min(o.mosaic_window, order.size());
+    const size_t first = position + 1 >= window ? position + 1 - window : 0;
+    for (size_t t = 1; t < 4; ++t) tiles[t] = source.load(order[first + rng.below(window)]);
+    lap(&ChainTimes::load);
+    const auto [xc, yc] = draw_mosaic_center(rng, s);
+    const AffineDraw draw = draw_affine(rng, aug, 2 * s, 2 * s, s, s);
+    lap(&ChainTimes::place);
+    return mosaic_warp({&tiles[0], &tiles[1], &tiles[2], &tiles[3]}, s, xc, yc, draw);
+  }
+  Sample sample = source.load(index);
+  lap(&ChainTimes::load);
+  const cv::Mat loaded = sample.image;
+  letterbox(sample, {s, s, true, true, 114});
+  const AffineDraw draw = draw_affine(rng, aug, s, s, s, s);
+  lap(&ChainTimes::place);
+  warp_sample(sample, draw, s, s);
+  own_image(sample, loaded);
+  return sample;
+}
+
+}  // namespace
+
 Sample make_train_sample(ImageSource& source, const TrainChainOptions& o, bool mosaic,
                          const std::vector<int64_t>& order, size_t position, int64_t epoch,
                          ChainTimes* times) {
-  const int64_t index = order[position];
-  Rng rng(o.seed, {kAugmentStream, static_cast<uint64_t>(epoch), static_cast<uint64_t>(index)});
+  const auto record = static_cast<uint64_t>(order[position]);
+  Rng rng(o.seed, {kAugmentStream, static_cast<uint64_t>(epoch), record});
   const auto& aug = o.augment;
-  const int s = o.imgsz;
   double last = times ? thread_cpu_ms() : 0.0;
-  auto lap = [&](double ChainTimes::*stage) {
+  const std::function<void(double ChainTimes::*)> lap = [&](double ChainTimes::*stage) {
     if (!times) return;
     const double now = thread_cpu_ms();
     times->*stage += now - last;
     last = now;
   };
-  Sample sample;
-  AffineDraw draw;
-  if (mosaic && rng.bernoulli(aug.mosaic)) {
-    std::array<Sample, 4> tiles;
-    tiles[0] = source.load(index);
-    const size_t window =
-        o.mosaic_window == 0 ? order.size() : std::min(o.mosaic_window, position + 1);
-    for (size_t t = 1; t < 4; ++t) {
-      const size_t pick = rng.below(window);
-      const int64_t partner =
-          o.mosaic_window == 0 ? order[pick] : order[position + 1 - window + pick];
-      tiles[t] = source.load(partner);
-    }
-    lap(&ChainTimes::load);
-    const auto [xc, yc] = draw_mosaic_center(rng, s);
-    draw = draw_affine(rng, aug, 2 * s, 2 * s, s, s);
-    lap(&ChainTimes::place);
-    sample = mosaic_warp({&tiles[0], &tiles[1], &tiles[2], &tiles[3]}, s, xc, yc, draw);
-  } else {
-    sample = source.load(index);
-    lap(&ChainTimes::load);
-    const cv::Mat loaded = sample.image;
-    letterbox(sample, {s, s, true, true, 114});
-    draw = draw_affine(rng, aug, s, s, s, s);
-    lap(&ChainTimes::place);
-    warp_sample(sample, draw, s, s);
-    own_image(sample, loaded);
+  Sample sample = geometric_stage(source, o, mosaic, order, position, rng, lap);
+  // MixUp goes with mosaic (close_mosaic turns both off); the partner is another position of
+  // the window with its own stream.
+  if (mosaic && aug.mixup > 0 && rng.bernoulli(aug.mixup)) {
+    const size_t window = std::min(std::max<size_t>(o.mosaic_window, 1), order.size());
+    const size_t first = position + 1 >= window ? position + 1 - window : 0;
+    const size_t partner = first + rng.below(window);
+    Rng partner_rng(o.seed, {kMixupStream, static_cast<uint64_t>(epoch), record});
+    const Sample other = geometric_stage(source, o, mosaic, order, partner, partner_rng,
+                                         [](double ChainTimes::*) {});
+    mixup(sample, other, draw_beta(rng, 32.0, 32.0));
   }
   lap(&ChainTimes::warp);
   apply_hsv(sample.image, draw_hsv(rng, aug.hsv_h, aug.hsv_s, aug.hsv_v));

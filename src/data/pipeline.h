@@ -1,9 +1,8 @@
 // The per-sample transform chains. Train: mosaic (p = augment.mosaic, partners drawn from a
 // window of recent positions in the epoch order) or load + letterbox, then RandomPerspective,
-// HSV, vertical and horizontal flips. Val: load (long side = imgsz) + letterbox to the batch's
-// rect shape without scale-up. Every random draw comes from one Rng stream named by (seed,
-// epoch, record), so a sample never depends on which thread builds it; mixup is not
-// implemented (the reference default is 0).
+// MixUp (p = augment.mixup), HSV, vertical and horizontal flips. Val: load (long side = imgsz)
+// + letterbox to the batch's rect shape without scale-up. Every random draw comes from Rng
+// streams named by (seed, epoch, record), so a sample never depends on which thread builds it.
 #pragma once
 
 #include <atomic>
@@ -53,9 +52,9 @@ struct TrainChainOptions {
   config::AugmentOptions augment;
   std::vector<int64_t> flip_idx;  // [K]; empty with keypoints disables fliplr
   uint64_t seed = 0;
-  // Mosaic partners come from the last `mosaic_window` positions of the epoch order (the
-  // reference's buffer of min(n, 8 * batch, 1000) recent images); 0 draws from the whole set
-  // (the reference with cache=ram).
+  // Mosaic partners come from the `mosaic_window` positions up to this one in the epoch order
+  // (the first `mosaic_window` early in an epoch), like the reference's buffer of
+  // min(n, 8 * batch, 1000) recent images; 0 draws from the whole set (its cache=ram case).
   size_t mosaic_window = 128;
 };
 

@@ -1,4 +1,5 @@
-// Preview grid and split census; see preview.h.
+// Preview grid and split census; see preview.h. The grid is drawn from the collated tensors
+// (what the model sees), unlike the reference's plot_images of the labels.
 #include "data/preview.h"
 
 #include <spdlog/fmt/fmt.h>

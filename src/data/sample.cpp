@@ -1,4 +1,5 @@
-// Label operations of Sample; see sample.h.
+// Label operations of Sample; see sample.h. One definition of clipping and keypoint
+// visibility for every transform, as the reference's Instances.clip.
 #include "data/sample.h"
 
 #include <algorithm>

@@ -225,3 +225,26 @@ TEST_CASE("loader shuts down cleanly after a worker error and mid-epoch", "[unit
   REQUIRE(busy.next().has_value());
   CHECK_THROWS_AS(Loader(g.detect, {}, config::AugmentOptions{}, small(true, 1)), DataError);
 }
+
+TEST_CASE("RAM cache and close_mosaic change the work, not the batches", "[unit][data][loader]") {
+  Fixture f;
+  const auto records = load_records(f.detect, "train").images;
+  auto cached_options = small(true, 2);
+  cached_options.cache_ram = true;
+  Loader cached(f.detect, records, config::AugmentOptions{}, cached_options);
+  Loader plain(f.detect, records, config::AugmentOptions{}, small(true, 2));
+  const auto a = epoch_batches(cached, 1), b = epoch_batches(plain, 1);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) require_same(a[i], b[i]);
+  CHECK(cached.stats().cached_images == records.size());
+  CHECK(cached.stats().cached_bytes > 0);
+  const int64_t decodes = cached.stats().decodes;
+  epoch_batches(cached, 2);
+  CHECK(cached.stats().decodes == decodes);  // the second epoch decodes nothing
+
+  // close_mosaic 10 of 100 epochs: mosaic in epochs 0..89, off in 90..99.
+  CHECK(mosaic_active(0, 100, 10));
+  CHECK(mosaic_active(89, 100, 10));
+  CHECK_FALSE(mosaic_active(90, 100, 10));
+  CHECK(mosaic_active(5, 10, 0));
+}
