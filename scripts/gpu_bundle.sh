@@ -9,13 +9,15 @@
 # matrices far larger than any the project builds.
 #
 # Usage: scripts/gpu_bundle.sh [OUT_DIR]   (default .gpu_bundle; prints the size at the end)
+# Stubs live in lib/stubs so a build here can leave them off its rpath (Debian's own LibTorch
+# needs the real LAPACK/BLAS); a GPU build puts lib and lib/stubs on a transitive DT_RPATH.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="${1:-$ROOT/.gpu_bundle}"
 ARCH_LIB=/usr/lib/x86_64-linux-gnu
 rm -rf "$OUT"
-mkdir -p "$OUT/lib/cmake" "$OUT/include" "$OUT/share/cmake" "$OUT/stub-src"
+mkdir -p "$OUT/lib/cmake" "$OUT/lib/stubs" "$OUT/include" "$OUT/share/cmake" "$OUT/stub-src"
 
 # Real libraries (by SONAME link in $ARCH_LIB). libz, glibc and the GCC runtime are assumed on
 # the GPU machine (its Python needs them); libgomp is carried because only torch's hashed copy
@@ -65,20 +67,26 @@ for so in "${STUB[@]}"; do
   else
     vs=()
   fi
-  gcc -shared -fPIC -O1 -w -o "$OUT/lib/$so" -Wl,-soname,"$so" "${vs[@]}" "$src"
+  gcc -shared -fPIC -O1 -w -o "$OUT/lib/stubs/$so" -Wl,-soname,"$so" "${vs[@]}" "$src"
   echo "stub $so: $(wc -l <"$OUT/stub-src/$tag.used") symbols"
 done
 
-# Every NEEDED entry of a bundled library is bundled or in the base set.
+# Every NEEDED entry of a bundled library is bundled or in the base set, and every library loads
+# with all its symbols bound (LD_BIND_NOW) from the bundle alone.
 missing=0
 for f in "$OUT"/lib/*.so.*; do
   [ -L "$f" ] && continue
   for need in $(readelf -d "$f" | awk '/NEEDED/ {gsub(/[\[\]]/,"",$5); print $5}'); do
-    if [ ! -e "$OUT/lib/$need" ] && ! [[ "$need" =~ $BASE_RE ]]; then
+    if [ ! -e "$OUT/lib/$need" ] && [ ! -e "$OUT/lib/stubs/$need" ] && ! [[ "$need" =~ $BASE_RE ]]; then
       echo "MISSING: $(basename "$f") needs $need" >&2
       missing=1
     fi
   done
+  if command -v python3 >/dev/null && ! err="$(LD_LIBRARY_PATH="$OUT/lib:$OUT/lib/stubs" LD_BIND_NOW=1 \
+    python3 -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1])' "$f" 2>&1)"; then
+    echo "UNLOADABLE: $(basename "$f"): ${err##*$'\n'}" >&2
+    missing=1
+  fi
 done
 [ "$missing" = 0 ] || exit 1
 
@@ -126,8 +134,16 @@ EOF
 printf 'set(PACKAGE_VERSION 4.6.0)\nset(PACKAGE_VERSION_COMPATIBLE TRUE)\n' \
   >"$OUT/lib/cmake/opencv4/OpenCVConfigVersion.cmake"
 
+# coco-mini (22 MB) for `bench step` on the GPU machine, which has no copy of the shared data.
+DATA_SRC="${DETRAIN_DATA:-$ROOT/../shared/data}/coco-mini"
+if [ -d "$DATA_SRC" ]; then
+  mkdir -p "$OUT/data" && cp -r "$DATA_SRC" "$OUT/data/"
+else
+  echo "note: $DATA_SRC not found; bench step on the GPU machine will lack data" >&2
+fi
+
 # What the carried libraries need from the GPU machine's glibc / libstdc++ (check there).
-echo "newest symbol versions required: $(for f in "$OUT"/lib/*.so.*; do [ -L "$f" ] || objdump -T "$f"; done |
+echo "newest symbol versions required: $(for f in "$OUT"/lib/*.so.* "$OUT"/lib/stubs/*.so.*; do [ -L "$f" ] || objdump -T "$f"; done |
   grep -o -E '\((GLIBC|GLIBCXX|CXXABI)_[0-9.]+\)' | tr -d '()' | sort -t_ -k1,1 -k2,2V -u |
   awk -F_ '{last[$1]=$0} END {for (k in last) printf "%s ", last[k]}')"
 rm -rf "$OUT/stub-src"
