@@ -104,11 +104,11 @@ def load(kind):
         except Exception as e:
             print(f"- {os.path.basename(f)}: unreadable ({e})")
     return runs
-def cell(xs):
-    return f"{statistics.median(xs):.3f} ({min(xs):.3f}-{max(xs):.3f})" if xs else "-"
+def cell(xs, f=".3f"):
+    return f"{statistics.median(xs):{f}} ({min(xs):{f}}-{max(xs):{f}})" if xs else "-"
 optim = load("optim")
 if optim:
-    print(f"\n## bench optim --device cuda: {len(optim)} processes, median (range) of per-process medians, ms\n")
+    print(f"\n## bench optim on {optim[0][1].get('device')}: {len(optim)} processes, median (range) of per-process medians, ms\n")
     print("| optimizer | step ms | vs sgd |\n| --- | --- | --- |")
     by = {}
     for _, r in optim:
@@ -117,10 +117,10 @@ if optim:
     sgd = statistics.median(by.get("sgd", [float("nan")]))
     for name, xs in by.items():
         print(f"| {name} | {cell(xs)} | {statistics.median(xs) / sgd:.2f}x |")
-    print(f"\nmax |param exact - off|: {cell([r['exact_vs_off_max_abs_param_diff'] for _, r in optim])}")
+    print(f"\nmax |param exact - off|: {cell([r['exact_vs_off_max_abs_param_diff'] for _, r in optim], '.3g')}")
 step = load("step")
 if step:
-    print(f"\n## bench step --device cuda (yolo26n, batch 4, 640 px): {len(step)} processes, median (range)\n")
+    print(f"\n## bench step (yolo26n, batch 4, 640 px): {len(step)} processes, median (range)\n")
     def flat(d, prefix=""):
         for k, v in d.items():
             if isinstance(v, dict):
