@@ -37,6 +37,11 @@ phase environment
   echo "nproc $(nproc); DETRAIN_DATA=${DETRAIN_DATA:-unset}"
 } >"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
+# The carried Debian 12 libraries need glibc >= 2.34 and GCC 12's libstdc++ (GLIBCXX_3.4.30).
+LIBSTDCXX="$(g++ -print-file-name=libstdc++.so.6 2>/dev/null)"
+if [ -f "$LIBSTDCXX" ] && ! grep -qa GLIBCXX_3.4.30 "$(readlink -f "$LIBSTDCXX")"; then
+  note "WARNING: $LIBSTDCXX lacks GLIBCXX_3.4.30; the bundle's libraries will not load"
+fi
 
 if [ "${GPU_CHECK_DRY:-0}" != 1 ]; then
 TORCH_PREFIX="$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')"
