@@ -14,6 +14,7 @@ OUT="${OUT:-$ROOT/gpu_check_out}"
 BUNDLE="$ROOT/.gpu_bundle"
 BUILD="$ROOT/build-cuda"
 PAIRS="${PAIRS:-5}"
+BUDGET_S="${BUDGET_S:-530}"  # bench processes start only before this many seconds have passed
 DEVICE=cuda
 EXTRA=()
 if [ "${GPU_CHECK_DRY:-0}" = 1 ]; then BUILD="$ROOT/build" PAIRS=1 DEVICE=cpu EXTRA=(--steps 3); fi
@@ -73,13 +74,15 @@ note "[gpu] tests: rc $TESTS_RC ($(grep -E "^test cases" "$OUT/gpu_tests.log"))"
 # process writing raw/KIND_NN_MODE.json.
 abba() {
   local kind="$1"; shift
+  [ "$SECONDS" -lt "$BUDGET_S" ] || { note "$kind: time budget (${BUDGET_S} s) spent; not run"; return 1; }
   timeout 120 "$BUILD/detrain" bench "$kind" "$@" optim.bucketing=exact --json >"$OUT/raw/${kind}_warmup.json" 2>"$OUT/raw/${kind}_warmup.err" ||
     { note "$kind: warm-up failed: $(tail -2 "$OUT/raw/${kind}_warmup.err")"; return 1; }
   local i=0 mode
   for ((p = 0; p < PAIRS; ++p)); do
     for mode in $([ $((p % 2)) = 0 ] && echo "exact off" || echo "off exact"); do
       i=$((i + 1))
-      timeout 120 "$BUILD/detrain" bench "$kind" "$@" optim.bucketing="$mode" --json \
+      if [ "$SECONDS" -ge "$BUDGET_S" ]; then note "$kind: time budget (${BUDGET_S} s) spent after $((i - 1)) runs"; return 1; fi
+      timeout 90 "$BUILD/detrain" bench "$kind" "$@" optim.bucketing="$mode" --json \
         >"$OUT/raw/$(printf '%s_%02d_%s' "$kind" "$i" "$mode").json" 2>>"$OUT/raw/$kind.err" ||
         note "$kind run $i ($mode) failed"
     done
@@ -92,7 +95,7 @@ phase "bench step"
 if "$BUILD/detrain" bench --help 2>/dev/null | grep -qE '^ +step '; then
   abba step --device "$DEVICE" --model models/yolo26.yaml --scale n --batch 4 --imgsz 640 --data data/coco-mini.yaml
 else
-  note "bench step: not in this tree (detrain bench step --help fails); skipped"
+  note "bench step: not in this tree (not listed by detrain bench --help); skipped"
 fi
 
 phase summary
