@@ -67,6 +67,12 @@ fi
 phase "[gpu] tests"
 timeout 150 "$BUILD/detrain_tests" "[gpu]" >"$OUT/gpu_tests.log" 2>&1
 TESTS_RC=$?
+"$BUILD/detrain" --version | tee -a "$OUT/env.txt"
+# On the GPU machine a skipped [gpu] test means CUDA was not usable: that is a failure here.
+if [ "${GPU_CHECK_DRY:-0}" != 1 ] && grep -q "SKIPPED" "$OUT/gpu_tests.log"; then
+  note "FAIL: [gpu] tests skipped: $(grep -m1 SKIPPED "$OUT/gpu_tests.log")"
+  TESTS_RC=1
+fi
 tail -25 "$OUT/gpu_tests.log"
 note "[gpu] tests: rc $TESTS_RC ($(grep -E "^test cases" "$OUT/gpu_tests.log"))"
 
