@@ -15,9 +15,10 @@ BUNDLE="$ROOT/.gpu_bundle"
 BUILD="$ROOT/build-cuda"
 PAIRS="${PAIRS:-5}"
 BUDGET_S="${BUDGET_S:-530}"  # bench processes start only before this many seconds have passed
+RUN_S=90                     # limit of one bench process
 DEVICE=cuda
 EXTRA=()
-if [ "${GPU_CHECK_DRY:-0}" = 1 ]; then BUILD="$ROOT/build" PAIRS=1 DEVICE=cpu EXTRA=(--steps 3); fi
+if [ "${GPU_CHECK_DRY:-0}" = 1 ]; then BUILD="$ROOT/build" PAIRS=1 DEVICE=cpu EXTRA=(--steps 1) RUN_S=400 BUDGET_S=2000; fi
 mkdir -p "$OUT/raw"
 SUMMARY="$OUT/summary.md"
 : >"$SUMMARY"
@@ -81,14 +82,14 @@ note "[gpu] tests: rc $TESTS_RC ($(grep -E "^test cases" "$OUT/gpu_tests.log"))"
 abba() {
   local kind="$1"; shift
   [ "$SECONDS" -lt "$BUDGET_S" ] || { note "$kind: time budget (${BUDGET_S} s) spent; not run"; return 1; }
-  timeout 120 "$BUILD/detrain" bench "$kind" "$@" optim.bucketing=exact --json >"$OUT/raw/${kind}_warmup.json" 2>"$OUT/raw/${kind}_warmup.err" ||
+  timeout "$RUN_S" "$BUILD/detrain" bench "$kind" "$@" optim.bucketing=exact --json >"$OUT/raw/${kind}_warmup.json" 2>"$OUT/raw/${kind}_warmup.err" ||
     { note "$kind: warm-up failed: $(tail -2 "$OUT/raw/${kind}_warmup.err")"; return 1; }
   local i=0 mode
   for ((p = 0; p < PAIRS; ++p)); do
     for mode in $([ $((p % 2)) = 0 ] && echo "exact off" || echo "off exact"); do
       i=$((i + 1))
       if [ "$SECONDS" -ge "$BUDGET_S" ]; then note "$kind: time budget (${BUDGET_S} s) spent after $((i - 1)) runs"; return 1; fi
-      timeout 90 "$BUILD/detrain" bench "$kind" "$@" optim.bucketing="$mode" --json \
+      timeout "$RUN_S" "$BUILD/detrain" bench "$kind" "$@" optim.bucketing="$mode" --json \
         >"$OUT/raw/$(printf '%s_%02d_%s' "$kind" "$i" "$mode").json" 2>>"$OUT/raw/$kind.err" ||
         note "$kind run $i ($mode) failed"
     done
