@@ -4,7 +4,6 @@
 // --warmup iterations are excluded. Prints median and range per precision, data-wait share and
 // images per second.
 #include <spdlog/fmt/fmt.h>
-
 #include <stdlib.h>
 
 #include <algorithm>
@@ -35,7 +34,8 @@ struct StepArgs {
 class ScratchDir {
  public:
   ScratchDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "detrain-bench-step-XXXXXX").string();
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "detrain-bench-step-XXXXXX").string();
     if (!mkdtemp(pattern.data())) throw IoError("cannot create a folder in " + pattern);
     path_ = pattern;
   }
@@ -108,9 +108,13 @@ int run_step(const StepArgs& a) {
   if (a.json) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
     for (const auto& r : results)
-      j.push_back({{"precision", r.precision}, {"steps", r.steps}, {"median_ms", r.median_ms},
-                   {"min_ms", r.min_ms}, {"max_ms", r.max_ms},
-                   {"data_wait_share", r.data_wait_share}, {"images_per_s", r.images_per_s}});
+      j.push_back({{"precision", r.precision},
+                   {"steps", r.steps},
+                   {"median_ms", r.median_ms},
+                   {"min_ms", r.min_ms},
+                   {"max_ms", r.max_ms},
+                   {"data_wait_share", r.data_wait_share},
+                   {"images_per_s", r.images_per_s}});
     std::cout << j.dump(2) << "\n";
     return 0;
   }

@@ -80,7 +80,8 @@ int run_stats(const DataArgs& args) {
 }  // namespace
 
 Command add_data_command(CLI::App& root) {
-  auto* app = root.add_subcommand("data", "look at a data set (preview, stats) or make one (synth)");
+  auto* app =
+      root.add_subcommand("data", "look at a data set (preview, stats) or make one (synth)");
   app->require_subcommand(1);
   auto args = std::make_shared<DataArgs>();
 

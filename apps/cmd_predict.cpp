@@ -33,8 +33,8 @@ int run_predict(const PredictArgs& args) {
     std::cerr << "detrain: note: " << x.data.dataset
               << " is not readable here; classes are shown as indices\n";
   }
-  const train::PredictSummary s = train::predict_images(
-      *m.model, x, dataset ? &*dataset : nullptr, args.source, args.out);
+  const train::PredictSummary s =
+      train::predict_images(*m.model, x, dataset ? &*dataset : nullptr, args.source, args.out);
   std::cout << s.detections << " detections on " << s.images << " images";
   if (s.unreadable) std::cout << " (" << s.unreadable << " unreadable files skipped)";
   std::cout << "; drawn images, predictions.json and images.json in " << s.out_dir << "\n";

@@ -34,12 +34,14 @@ int run_train(const TrainArgs& args) {
   request.force = args.force;
   if (!args.resume.empty() && args.config.config_file.empty()) {
     // Resume with the run's own args.yaml (plus any overrides given now).
-    const std::string dir = std::filesystem::is_directory(args.resume)
-                                ? args.resume
-                                : std::filesystem::path(args.resume).parent_path().parent_path().string();
+    const std::string dir =
+        std::filesystem::is_directory(args.resume)
+            ? args.resume
+            : std::filesystem::path(args.resume).parent_path().parent_path().string();
     const std::string saved = train::run_paths(dir).args_yaml;
     if (!std::filesystem::exists(saved))
-      throw IoError(saved + " does not exist; pass the run directory (runs/<name>) or its "
+      throw IoError(saved +
+                    " does not exist; pass the run directory (runs/<name>) or its "
                     "weights/last.ckpt, or give --config");
     request.config = config::resolve(saved, args.config.overrides);
   } else {

@@ -40,11 +40,12 @@ int run_val(const ValArgs& args) {
                     " is a pose model; add kpt_shape, flip_idx and oks_sigmas to the descriptor");
   if (m.model->arch().nc != dataset.nc())
     throw ModelError(args.weights + " predicts " + std::to_string(m.model->arch().nc) +
-                     " classes but " + x.data.dataset + " has " +
-                     std::to_string(dataset.nc()) + "; validate on the data set it was "
+                     " classes but " + x.data.dataset + " has " + std::to_string(dataset.nc()) +
+                     "; validate on the data set it was "
                      "trained for");
-  train::ValidationRun validation(x, dataset, x.val.split, *m.model, device,
-                                  train::parse_precision(x.train.precision) == train::Precision::kBf16);
+  train::ValidationRun validation(
+      x, dataset, x.val.split, *m.model, device,
+      train::parse_precision(x.train.precision) == train::Precision::kBf16);
   const eval::ValidationResult r = validation.run(*m.model);
   std::cout << eval::stats_table(r);
   std::cout << "bbox:\n";

@@ -43,13 +43,12 @@ double ValidationResult::fitness() const {
 Validator::Validator(const CocoGroundTruth& box_gt, const CocoGroundTruth* keypoint_gt,
                      ValidationOptions options)
     : options_(std::move(options)) {
-  box_evaluator_ = std::make_unique<CocoEvaluator>(
-      box_gt, params_for(IouType::kBbox, options_),
-      CocoEvalOptions{options_.eval_threads});
+  box_evaluator_ = std::make_unique<CocoEvaluator>(box_gt, params_for(IouType::kBbox, options_),
+                                                   CocoEvalOptions{options_.eval_threads});
   if (keypoint_gt && options_.keypoints > 0)
-    keypoint_evaluator_ = std::make_unique<CocoEvaluator>(
-        *keypoint_gt, params_for(IouType::kKeypoints, options_),
-        CocoEvalOptions{options_.eval_threads});
+    keypoint_evaluator_ =
+        std::make_unique<CocoEvaluator>(*keypoint_gt, params_for(IouType::kKeypoints, options_),
+                                        CocoEvalOptions{options_.eval_threads});
 }
 
 Validator::~Validator() = default;
@@ -82,9 +81,9 @@ ValidationResult Validator::run(model::YoloModelImpl& model,
 
     Stopwatch post;
     const std::vector<ImageDetections> per_image =
-        o.end2end ? end2end_postprocess(out.detections.to(torch::kFloat).cpu(), o.nms.conf,
-                                        o.nms.max_det)
-                  : nms_postprocess(out.decoded.to(torch::kFloat), o.nc, o.nms);
+        o.end2end
+            ? end2end_postprocess(out.detections.to(torch::kFloat).cpu(), o.nms.conf, o.nms.max_det)
+            : nms_postprocess(out.decoded.to(torch::kFloat), o.nc, o.nms);
     TORCH_CHECK(per_image.size() == batch->frames.size(), "validation batch of ",
                 batch->frames.size(), " frames gave ", per_image.size(), " detection sets");
     if (observer) observer(batch_index, *batch, per_image);
@@ -109,8 +108,7 @@ ValidationResult Validator::run(model::YoloModelImpl& model,
 }
 
 std::string stats_table(const ValidationResult& result) {
-  const std::vector<std::string> header = {"COCO", "AP", "AP50", "AP75", "APs", "APm", "APl",
-                                           "AR"};
+  const std::vector<std::string> header = {"COCO", "AP", "AP50", "AP75", "APs", "APm", "APl", "AR"};
   std::vector<std::vector<std::string>> rows;
   auto row = [&](const std::string& name, const CocoEvalResult& r, bool keypoints) {
     // pycocotools' order: bbox AP AP50 AP75 APs APm APl AR1 AR10 AR100 ... (AR is AR@100);

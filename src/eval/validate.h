@@ -24,28 +24,28 @@ namespace detrain::eval {
 
 // One batch as the validator needs it (the trainer and `detrain val` adapt the loader's batch).
 struct ValBatch {
-  torch::Tensor images;             // [B, 3, H, W] uint8 RGB, letterboxed
-  std::vector<ImageFrame> frames;   // [B] how each image sits in `images`
+  torch::Tensor images;            // [B, 3, H, W] uint8 RGB, letterboxed
+  std::vector<ImageFrame> frames;  // [B] how each image sits in `images`
 };
 
 struct ValidationOptions {
-  NmsOptions nms;                   // NMS path (models without the one-to-one branch)
-  bool end2end = false;             // one-to-one top-k rows, filtered by nms.conf, no NMS
-  int64_t nc = 80;                  // classes of the model
-  std::vector<int64_t> coco_ids;    // [nc] contiguous class index -> COCO category id
-  int64_t keypoints = 0;            // K; 0 for detection models
-  std::vector<double> oks_sigmas;   // [K] keypoint evaluation sigmas (empty: COCO's 17)
-  std::vector<int64_t> image_ids;   // images to score (empty: every GT image)
-  bool bf16 = true;                 // autocast the forward pass
+  NmsOptions nms;                  // NMS path (models without the one-to-one branch)
+  bool end2end = false;            // one-to-one top-k rows, filtered by nms.conf, no NMS
+  int64_t nc = 80;                 // classes of the model
+  std::vector<int64_t> coco_ids;   // [nc] contiguous class index -> COCO category id
+  int64_t keypoints = 0;           // K; 0 for detection models
+  std::vector<double> oks_sigmas;  // [K] keypoint evaluation sigmas (empty: COCO's 17)
+  std::vector<int64_t> image_ids;  // images to score (empty: every GT image)
+  bool bf16 = true;                // autocast the forward pass
   torch::Device device = torch::kCPU;
-  RecordRounding rounding;          // what predictions.json holds (and what is scored)
-  int eval_threads = 0;             // COCO evaluator threads (0: every core)
+  RecordRounding rounding;  // what predictions.json holds (and what is scored)
+  int eval_threads = 0;     // COCO evaluator threads (0: every core)
 };
 
 struct ValidationResult {
-  CocoEvalResult box;                      // bbox stats (12)
-  std::optional<CocoEvalResult> keypoints; // keypoint stats (10), pose models only
-  std::vector<CocoRecord> records;         // every prediction, in image order
+  CocoEvalResult box;                       // bbox stats (12)
+  std::optional<CocoEvalResult> keypoints;  // keypoint stats (10), pose models only
+  std::vector<CocoRecord> records;          // every prediction, in image order
   int64_t images = 0;
   double inference_s = 0, postprocess_s = 0, evaluate_s = 0;
 

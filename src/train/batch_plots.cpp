@@ -41,7 +41,7 @@ void save_train_batch_plot(const data::Batch& batch, const data::DatasetInfo& da
   const torch::Tensor idx = batch.batch_idx.cpu();
   const torch::Tensor cls = batch.cls.cpu();
   const torch::Tensor boxes = batch.boxes_xywhn.cpu().to(torch::kFloat);  // [N, 4]
-  const torch::Tensor kpts =                                               // [N, K, 3]
+  const torch::Tensor kpts =                                              // [N, K, 3]
       batch.keypoints.defined() ? batch.keypoints.cpu().to(torch::kFloat) : torch::Tensor();
   for (int64_t n = 0; n < idx.size(0); ++n) {
     PlotImage& t = tiles[static_cast<size_t>(idx[n].item<int64_t>())];

@@ -1,9 +1,10 @@
 // See inference_model.h.
 #include "train/inference_model.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "common/errors.h"
 #include "model/state_dict.h"
@@ -16,8 +17,8 @@ namespace fs = std::filesystem;
 config::ResolvedConfig checkpoint_config(const std::string& config_yaml, const std::string& source,
                                          const std::vector<std::string>& overrides) {
   // config::resolve reads files: the text goes through a private temporary file.
-  const fs::path tmp = fs::temp_directory_path() /
-                       ("detrain-ckpt-config-" + std::to_string(::getpid()) + ".yaml");
+  const fs::path tmp =
+      fs::temp_directory_path() / ("detrain-ckpt-config-" + std::to_string(::getpid()) + ".yaml");
   {
     std::ofstream out(tmp);
     out << config_yaml;
@@ -33,11 +34,11 @@ config::ResolvedConfig checkpoint_config(const std::string& config_yaml, const s
   }
 }
 
-InferenceModel load_inference_model(const std::string& weights,
-                                    const config::ResolvedConfig& given,
+InferenceModel load_inference_model(const std::string& weights, const config::ResolvedConfig& given,
                                     const std::vector<std::string>& overrides) {
   if (!fs::exists(weights))
-    throw IoError(weights + " does not exist; pass a checkpoint (runs/<name>/weights/best.ckpt) "
+    throw IoError(weights +
+                  " does not exist; pass a checkpoint (runs/<name>/weights/best.ckpt) "
                   "or a safetensors state dict");
   InferenceModel r;
   r.source = weights;
@@ -54,11 +55,12 @@ InferenceModel load_inference_model(const std::string& weights,
     options.weights.clear();
     options.nc = c.arch.nc;
     std::optional<std::array<int64_t, 2>> kpt;
-    if (c.arch.kpt_shape.size() == 2) kpt = std::array<int64_t, 2>{c.arch.kpt_shape[0], c.arch.kpt_shape[1]};
+    if (c.arch.kpt_shape.size() == 2)
+      kpt = std::array<int64_t, 2>{c.arch.kpt_shape[0], c.arch.kpt_shape[1]};
     r.model = model::make_model(options, c.arch.nc, kpt);
     const NamedTensors& state = c.ema.empty() ? c.model : c.ema;
-    model::load_state_dict(*r.model, std::map<std::string, torch::Tensor>(state.begin(), state.end()),
-                           weights);
+    model::load_state_dict(
+        *r.model, std::map<std::string, torch::Tensor>(state.begin(), state.end()), weights);
   }
   r.model->eval();
   return r;

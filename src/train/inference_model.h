@@ -12,16 +12,15 @@
 namespace detrain::train {
 
 struct InferenceModel {
-  model::YoloModel model{nullptr};     // in eval mode, on the CPU
-  config::ResolvedConfig config;       // the checkpoint's config (plus overrides), or `given`
-  std::string source;                  // the weights file
+  model::YoloModel model{nullptr};  // in eval mode, on the CPU
+  config::ResolvedConfig config;    // the checkpoint's config (plus overrides), or `given`
+  std::string source;               // the weights file
 };
 
 // `given` is used for safetensors files and supplies nothing for checkpoints except the
 // `overrides`, which are applied to the checkpoint's config (e.g. data.dataset=...). Errors:
 // IoError for a missing file, ModelError for a file of another architecture or a corrupt one.
-InferenceModel load_inference_model(const std::string& weights,
-                                    const config::ResolvedConfig& given,
+InferenceModel load_inference_model(const std::string& weights, const config::ResolvedConfig& given,
                                     const std::vector<std::string>& overrides);
 
 // The resolved config a checkpoint was trained with, plus overrides.

@@ -65,8 +65,8 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
     r.image_id = static_cast<int64_t>(records.size());
     r.width = probe.source_width;
     r.height = probe.source_height;
-    images.push_back({{"id", r.image_id}, {"file_name", file}, {"width", r.width},
-                      {"height", r.height}});
+    images.push_back(
+        {{"id", r.image_id}, {"file_name", file}, {"width", r.width}, {"height", r.height}});
     records.push_back(std::move(r));
   }
   if (records.empty()) throw DataError(source + ": no image decoded");

@@ -35,10 +35,10 @@
 #include "optim/schedule.h"
 #include "train/batch_plots.h"
 #include "train/checkpoint.h"
+#include "train/inference_model.h"
 #include "train/metrics_log.h"
 #include "train/plots.h"
 #include "train/precision.h"
-#include "train/inference_model.h"
 #include "train/run_dir.h"
 #include "train/validation_run.h"
 
@@ -71,10 +71,10 @@ loss::Targets targets_of(const data::Batch& batch, const torch::Device& device) 
 }
 
 void log_record_stats(const std::string& split, const data::RecordStats& s) {
-  spdlog::info("{}: {} images ({} backgrounds), {} crowd regions kept apart, {} boxes clipped, "
-               "{} empty boxes dropped, {} images missing",
-               split, s.images, s.backgrounds, s.crowd, s.clipped, s.dropped_empty,
-               s.images_missing);
+  spdlog::info(
+      "{}: {} images ({} backgrounds), {} crowd regions kept apart, {} boxes clipped, "
+      "{} empty boxes dropped, {} images missing",
+      split, s.images, s.backgrounds, s.crowd, s.clipped, s.dropped_empty, s.images_missing);
 }
 
 // Parameters of the layers named in train.freeze (model.N...) stop training.
@@ -100,8 +100,7 @@ ArchIdentity arch_identity(const model::YoloModelImpl& model) {
   id.arch_hash = content_hash(text.str());
   id.scale = a.scale;
   id.nc = a.nc;
-  if (model.head()->options().pose())
-    id.kpt_shape = {a.kpt_shape[0], a.kpt_shape[1]};
+  if (model.head()->options().pose()) id.kpt_shape = {a.kpt_shape[0], a.kpt_shape[1]};
   return id;
 }
 
@@ -208,7 +207,7 @@ struct Trainer {
   void validate_and_record(double epoch_seconds);
   TrainSummary run();
 
-  RunningLoss running;               // this epoch's loss means
+  RunningLoss running;  // this epoch's loss means
   int64_t iterations_this_process = 0;
   std::unique_ptr<FiniteGuard> guard;
   std::unique_ptr<ResultsCsv> results;
@@ -224,7 +223,8 @@ void Trainer::setup() {
   train_records = data::load_records(dataset, "train", data::RecordOptions::from(x.data, true));
   log_record_stats("train", train_records.stats);
   std::optional<std::array<int64_t, 2>> kpt_shape;
-  if (dataset.has_keypoints()) kpt_shape = std::array<int64_t, 2>{dataset.kpt_count, dataset.kpt_dims};
+  if (dataset.has_keypoints())
+    kpt_shape = std::array<int64_t, 2>{dataset.kpt_count, dataset.kpt_dims};
 
   model = model::make_model(x.model, dataset.nc(), kpt_shape);
   if (model->head()->options().pose() && !dataset.has_keypoints())
@@ -249,7 +249,8 @@ void Trainer::setup() {
       data::LoaderOptions::from(x.data, static_cast<uint64_t>(x.runtime.seed), /*train=*/true);
   train_opts.stride = static_cast<int>(model->max_stride());
   train_opts.pin_memory = device.is_cuda();
-  train_loader = std::make_unique<data::Loader>(dataset, train_records.images, x.augment, train_opts);
+  train_loader =
+      std::make_unique<data::Loader>(dataset, train_records.images, x.augment, train_opts);
   optim::ScheduleSettings settings = optim::schedule_settings(x);
   const int64_t nb = train_loader->batches_per_epoch();
   optim::OptimizerRun run;
@@ -259,9 +260,8 @@ void Trainer::setup() {
   run.nc = model->arch().nc;
   // The reference's auto rule counts ceil(images / max(batch, nbs)) iterations per epoch.
   const int64_t images = static_cast<int64_t>(train_records.images.size());
-  run.total_iterations =
-      (images + std::max(x.data.batch, x.train.nbs) - 1) / std::max(x.data.batch, x.train.nbs) *
-      x.train.epochs;
+  run.total_iterations = (images + std::max(x.data.batch, x.train.nbs) - 1) /
+                         std::max(x.data.batch, x.train.nbs) * x.train.epochs;
   const optim::OptimizerChoice choice =
       optim::choose_optimizer(x.optim, run.total_iterations, run.nc);
   if (choice.automatic) {
@@ -273,13 +273,13 @@ void Trainer::setup() {
   optimizer = optim::build_optimizer(params, x.optim, run);
   std::vector<optim::GroupSchedule> groups;
   for (size_t g = 0; g < optimizer->num_groups(); ++g)
-    groups.push_back({optimizer->lr(g),
-                      optimizer->group_name(g).find("bias") != std::string::npos});
+    groups.push_back(
+        {optimizer->lr(g), optimizer->group_name(g).find("bias") != std::string::npos});
   schedule = std::make_unique<optim::TrainSchedule>(settings, nb, groups);
   position.batches_per_epoch = nb;
 
   validation = std::make_unique<ValidationRun>(x, dataset, x.val.split, *model, device,
-                                                precision == Precision::kBf16);
+                                               precision == Precision::kBf16);
 }
 
 Checkpoint Trainer::make_checkpoint() const {
@@ -308,12 +308,12 @@ Checkpoint Trainer::make_checkpoint() const {
 }
 
 void Trainer::resume_from(const std::string& where) {
-  const std::string path =
-      fs::is_directory(where) ? run_paths(where).last_ckpt : where;
+  const std::string path = fs::is_directory(where) ? run_paths(where).last_ckpt : where;
   const Checkpoint c = load_checkpoint(path);
   check_architecture(c, arch, path);
   if (c.position.finished)
-    throw ConfigError(path + ": this run already finished every epoch; nothing to resume "
+    throw ConfigError(path +
+                      ": this run already finished every epoch; nothing to resume "
                       "(start a new run, or raise train.epochs in a new run with model.weights)");
   if (c.config_hash != resolved.hash) {
     const config::ResolvedConfig saved = checkpoint_config(c.config_yaml, path, {});
@@ -322,8 +322,10 @@ void Trainer::resume_from(const std::string& where) {
     for (const auto& line : changes) listed += "\n  " + line;
     if (!request.force)
       throw ConfigError(path + ": the configuration differs from the checkpoint's (hash " +
-                        c.config_hash + " vs " + resolved.hash + "); resume with the same config, "
-                        "or pass --force to accept:" + listed);
+                        c.config_hash + " vs " + resolved.hash +
+                        "); resume with the same config, "
+                        "or pass --force to accept:" +
+                        listed);
     spdlog::warn("resuming with a different configuration (--force):{}", listed);
   }
   std::map<std::string, torch::Tensor> model_state(c.model.begin(), c.model.end());
@@ -343,17 +345,19 @@ void Trainer::resume_from(const std::string& where) {
   if (!c.metrics_json.empty())
     for (const auto& row : nlohmann::json::parse(c.metrics_json)) {
       history.emplace_back();
-      for (const auto& v : row) history.back().push_back(v.is_number() ? v.get<double>() : std::nan(""));
+      for (const auto& v : row)
+        history.back().push_back(v.is_number() ? v.get<double>() : std::nan(""));
     }
   for (const auto& info : params) {
     if (const torch::Tensor* g = find_tensor(c.extra_tensors, "grad/" + info.name))
       info.param.mutable_grad() = g->to(info.param.device()).clone();
   }
-  if (const torch::Tensor* sum = find_tensor(c.extra_tensors, "running_loss")) running.sum = sum->clone();
-  running.count = static_cast<int64_t>(c.extra_scalars.count("running_count")
-                                           ? c.extra_scalars.at("running_count") : 0);
-  spdlog::info("resumed {} at epoch {} iteration {} ({} optimizer steps)", path,
-               position.epoch + 1, position.iter_in_epoch, position.optimizer_steps);
+  if (const torch::Tensor* sum = find_tensor(c.extra_tensors, "running_loss"))
+    running.sum = sum->clone();
+  running.count = static_cast<int64_t>(
+      c.extra_scalars.count("running_count") ? c.extra_scalars.at("running_count") : 0);
+  spdlog::info("resumed {} at epoch {} iteration {} ({} optimizer steps)", path, position.epoch + 1,
+               position.iter_in_epoch, position.optimizer_steps);
 }
 
 bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl& jsonl) {
@@ -373,17 +377,16 @@ bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl& jsonl) {
   state.epochs = epochs;
   state.total = nb;
   for (int64_t iter = position.iter_in_epoch; iter < nb; ++iter) {
-    const bool stop_requested =
-        (request.stop && request.stop->load()) ||
-        (request.stop_after_iterations > 0 &&
-         iterations_this_process >= request.stop_after_iterations);
+    const bool stop_requested = (request.stop && request.stop->load()) ||
+                                (request.stop_after_iterations > 0 &&
+                                 iterations_this_process >= request.stop_after_iterations);
     if (stop_requested) return false;
 
     Stopwatch step_clock;
     std::optional<data::Batch> batch = train_loader->next();
-    if (!batch) throw DataError("the training loader ended after " + std::to_string(iter) +
-                                " of " + std::to_string(nb) + " batches of epoch " +
-                                std::to_string(epoch + 1));
+    if (!batch)
+      throw DataError("the training loader ended after " + std::to_string(iter) + " of " +
+                      std::to_string(nb) + " batches of epoch " + std::to_string(epoch + 1));
     wait_ms_total += batch->data_wait_ms;
     const int64_t ni = epoch * nb + iter;
     const optim::IterationHyper hyper = schedule->at(epoch, iter);
@@ -391,8 +394,10 @@ bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl& jsonl) {
       optimizer->set_lr(g, hyper.lr[g]);
       optimizer->set_momentum(g, hyper.momentum);
     }
-    if (epoch == 0 && iter < x.train.plot_batches && x.train.plots && iterations_this_process == iter)
-      save_train_batch_plot(*batch, dataset, paths.file("train_batch" + std::to_string(iter) + ".jpg"));
+    if (epoch == 0 && iter < x.train.plot_batches && x.train.plots &&
+        iterations_this_process == iter)
+      save_train_batch_plot(*batch, dataset,
+                            paths.file("train_batch" + std::to_string(iter) + ".jpg"));
 
     const torch::Tensor images =  // [B, 3, H, W] float in [0, 1]
         batch->images.to(device, /*non_blocking=*/true).to(torch::kFloat).div_(255.0);
@@ -401,13 +406,14 @@ bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl& jsonl) {
       AutocastScope autocast(precision, device);
       out = model->forward_train(images);
     }
-    const loss::LossResult l = (*criterion)(to_float(out), targets_of(*batch, device),
-                                            {images.size(2), images.size(3)});
+    const loss::LossResult l =
+        (*criterion)(to_float(out), targets_of(*batch, device), {images.size(2), images.size(3)});
     bool good = all_finite(l.total);
     if (good) l.total.backward();
     guard->record(good, "loss", epoch, iter);
 
-    if (good && optim::TrainSchedule::optimizer_step_due(ni, position.last_step_ni, hyper.accumulate)) {
+    if (good &&
+        optim::TrainSchedule::optimizer_step_due(ni, position.last_step_ni, hyper.accumulate)) {
       const GradNorm gn = clip_grad_norm(trainable, x.train.clip_grad_norm);
       if (gn.finite) {
         optimizer->step();
@@ -519,7 +525,8 @@ void Trainer::validate_and_record(double epoch_seconds) {
     best_epoch = epoch;
   }
   save(paths.last_ckpt);
-  if (improved) fs::copy_file(paths.last_ckpt, paths.best_ckpt, fs::copy_options::overwrite_existing);
+  if (improved)
+    fs::copy_file(paths.last_ckpt, paths.best_ckpt, fs::copy_options::overwrite_existing);
 }
 
 TrainSummary Trainer::run() {

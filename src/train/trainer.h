@@ -30,9 +30,9 @@ struct TrainSummary {
   std::string run_dir;
   int64_t epochs_completed = 0;
   int64_t optimizer_steps = 0;
-  bool interrupted = false;      // stopped early with a resumable checkpoint
+  bool interrupted = false;  // stopped early with a resumable checkpoint
   double best_fitness = 0;
-  int64_t best_epoch = -1;       // 0-based
+  int64_t best_epoch = -1;             // 0-based
   std::vector<double> box_stats;       // last validation's 12 COCO bbox stats (empty: none)
   std::vector<double> keypoint_stats;  // last validation's 10 keypoint stats (pose)
 };

@@ -117,7 +117,8 @@ TEST_CASE("an interrupted and resumed run equals the uninterrupted run bit for b
           "[smoke][train]") {
   TempDir dir;
   const auto synth = tiny_synth(dir);
-  const TrainSummary full = run_training(request_for(tiny_overrides(dir, synth.detect_yaml, "full")));
+  const TrainSummary full =
+      run_training(request_for(tiny_overrides(dir, synth.detect_yaml, "full")));
 
   // Stop in the middle of epoch 2 (iteration 7 of 8 overall: between two micro-batches of
   // one accumulation), then resume from the run directory.
@@ -162,9 +163,9 @@ TEST_CASE("detrain val and detrain eval reproduce the trainer's last validation"
   CHECK(read_file(dir.file("preds.json")) == read_file(p.file("predictions.json")));
 
   const auto gt = synth.root + "/annotations/instances_val.json";
-  const auto ev = detrain::test::run_detrain("eval --gt '" + gt + "' --dt '" +
-                                             p.file("predictions.json") + "' --json-out '" +
-                                             dir.file("eval.json") + "'");
+  const auto ev =
+      detrain::test::run_detrain("eval --gt '" + gt + "' --dt '" + p.file("predictions.json") +
+                                 "' --json-out '" + dir.file("eval.json") + "'");
   INFO(ev.output);
   REQUIRE(ev.exit_code == 0);
   const auto eval_stats = nlohmann::json::parse(read_file(dir.file("eval.json")));
