@@ -139,27 +139,31 @@ double memory_gb(const torch::Device& device) {
   return resident_memory_bytes() / 1e9;
 }
 
-// metrics/precision and metrics/recall columns from a COCO result: recall at IoU 0.5 (maxDets
-// 100, area all) averaged over categories with GT, and the precision at that recall.
+// metrics/precision and metrics/recall columns from a COCO result: per category (with GT) the
+// point of its IoU-0.5 precision/recall curve (area all, largest maxDets) with the highest F1,
+// averaged over categories. The reference picks one confidence for all classes by the
+// class-mean F1 of its own curves; this is the closest reading of COCO's arrays.
 std::pair<double, double> precision_recall(const eval::CocoEvalResult& r) {
   double p_sum = 0, r_sum = 0;
   int n = 0;
   const int a = 0, m = r.num_max_dets - 1;
+  const auto& recall_thresholds = r.params.recall_thresholds;
   for (int k = 0; k < r.num_categories; ++k) {
-    const double rec = r.recall_at(0, k, a, m);
-    if (rec < 0) continue;
-    // The precision array holds the envelope at each recall threshold: take the last one
-    // reached (the precision where the curve ends).
-    double prec = 0;
-    for (int i = r.num_recall - 1; i >= 0; --i) {
+    if (r.recall_at(0, k, a, m) < 0) continue;  // no GT in this category
+    double best_f1 = -1, best_p = 0, best_r = 0;
+    for (int i = 0; i < r.num_recall; ++i) {
       const double p = r.precision_at(0, i, k, a, m);
-      if (p > 0) {
-        prec = p;
-        break;
+      const double rc = recall_thresholds[static_cast<size_t>(i)];
+      if (p <= 0) continue;  // recall not reached
+      const double f1 = 2 * p * rc / (p + rc + 1e-16);
+      if (f1 > best_f1) {
+        best_f1 = f1;
+        best_p = p;
+        best_r = rc;
       }
     }
-    p_sum += prec;
-    r_sum += rec;
+    p_sum += best_p;
+    r_sum += best_r;
     ++n;
   }
   return n ? std::make_pair(p_sum / n, r_sum / n) : std::make_pair(0.0, 0.0);

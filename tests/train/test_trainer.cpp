@@ -144,7 +144,7 @@ TEST_CASE("an interrupted and resumed run equals the uninterrupted run bit for b
   CHECK(full.box_stats == resumed.box_stats);
 }
 
-TEST_CASE("detrain val and detrain eval reproduce the trainer's last validation",
+TEST_CASE("detrain val and detrain eval reproduce the trainer's last validation; predict writes",
           "[smoke][train]") {
   TempDir dir;
   const auto synth = tiny_synth(dir);
@@ -170,6 +170,21 @@ TEST_CASE("detrain val and detrain eval reproduce the trainer's last validation"
   REQUIRE(ev.exit_code == 0);
   const auto eval_stats = nlohmann::json::parse(read_file(dir.file("eval.json")));
   CHECK(eval_stats["stats"].get<std::vector<double>>() == s.box_stats);
+
+  // predict on the val images: one drawn image each, results whose ids index images.json.
+  const auto pr = detrain::test::run_detrain("predict --weights '" + p.last_ckpt + "' --source '" +
+                                             synth.root + "/images/val' --out '" +
+                                             dir.file("pred") + "' val.predict_conf=0.0");
+  INFO(pr.output);
+  REQUIRE(pr.exit_code == 0);
+  const auto images = nlohmann::json::parse(read_file(dir.file("pred/images.json")));
+  CHECK(images.size() == 8);
+  for (const auto& image : images)
+    CHECK(fs::exists(
+        dir.file("pred/" + fs::path(image["file_name"].get<std::string>()).filename().string())));
+  const auto predictions = nlohmann::json::parse(read_file(dir.file("pred/predictions.json")));
+  CHECK_FALSE(predictions.empty());  // conf 0 keeps every top-k row of the end-to-end head
+  for (const auto& r : predictions) CHECK(r["image_id"].get<int64_t>() < 8);
 }
 
 TEST_CASE("bad training input fails with one line and a distinct exit code", "[smoke][train]") {
