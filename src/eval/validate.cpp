@@ -68,22 +68,10 @@ ValidationResult Validator::run(model::YoloModelImpl& model,
   int64_t batch_index = 0;
   while (std::optional<ValBatch> batch = next_batch()) {
     Stopwatch inference;
-    const torch::Tensor images =  // [B, 3, H, W] float in [0, 1]
-        batch->images.to(o.device, /*non_blocking=*/true).to(torch::kFloat).div_(255.0);
-    model::EvalOutput out;
-    {
-      std::optional<compat::AutocastGuard> autocast;
-      if (o.bf16) autocast.emplace(o.device.type(), torch::kBFloat16);
-      out = model.forward_eval(images, o.nms.max_det);
-    }
-    compat::synchronize(o.device);
-    result.inference_s += inference.seconds();
-
-    Stopwatch post;
     const std::vector<ImageDetections> per_image =
-        o.end2end
-            ? end2end_postprocess(out.detections.to(torch::kFloat).cpu(), o.nms.conf, o.nms.max_det)
-            : nms_postprocess(out.decoded.to(torch::kFloat), o.nc, o.nms);
+        detect_batch(model, batch->images, o.nms, o.bf16, o.device);
+    result.inference_s += inference.seconds();
+    Stopwatch post;
     TORCH_CHECK(per_image.size() == batch->frames.size(), "validation batch of ",
                 batch->frames.size(), " frames gave ", per_image.size(), " detection sets");
     if (observer) observer(batch_index, *batch, per_image);
@@ -105,6 +93,23 @@ ValidationResult Validator::run(model::YoloModelImpl& model,
   if (keypoint_evaluator_) result.keypoints = keypoint_evaluator_->evaluate(detections);
   result.evaluate_s = evaluate.seconds();
   return result;
+}
+
+std::vector<ImageDetections> detect_batch(model::YoloModelImpl& model, const torch::Tensor& images,
+                                          const NmsOptions& nms, bool bf16,
+                                          const torch::Device& device) {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor input =  // [B, 3, H, W] float in [0, 1]
+      images.to(device, /*non_blocking=*/true).to(torch::kFloat).div_(255.0);
+  model::EvalOutput out;
+  {
+    std::optional<compat::AutocastGuard> autocast;
+    if (bf16) autocast.emplace(device.type(), torch::kBFloat16);
+    out = model.forward_eval(input, nms.max_det);
+  }
+  if (model.arch().end2end)
+    return end2end_postprocess(out.detections.to(torch::kFloat).cpu(), nms.conf, nms.max_det);
+  return nms_postprocess(out.decoded.to(torch::kFloat), model.arch().nc, nms);
 }
 
 std::string stats_table(const ValidationResult& result) {

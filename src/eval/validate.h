@@ -29,9 +29,8 @@ struct ValBatch {
 };
 
 struct ValidationOptions {
-  NmsOptions nms;                  // NMS path (models without the one-to-one branch)
-  bool end2end = false;            // one-to-one top-k rows, filtered by nms.conf, no NMS
-  int64_t nc = 80;                 // classes of the model
+  NmsOptions nms;                  // conf / iou / max_det (NMS only for models without the
+                                   // one-to-one branch; end-to-end models take top-k rows)
   std::vector<int64_t> coco_ids;   // [nc] contiguous class index -> COCO category id
   int64_t keypoints = 0;           // K; 0 for detection models
   std::vector<double> oks_sigmas;  // [K] keypoint evaluation sigmas (empty: COCO's 17)
@@ -47,11 +46,20 @@ struct ValidationResult {
   std::optional<CocoEvalResult> keypoints;  // keypoint stats (10), pose models only
   std::vector<CocoRecord> records;          // every prediction, in image order
   int64_t images = 0;
-  double inference_s = 0, postprocess_s = 0, evaluate_s = 0;
+  double inference_s = 0;    // forward pass and NMS / top-k
+  double postprocess_s = 0;  // back to original pixels and COCO records
+  double evaluate_s = 0;
 
   // 0.9 AP + 0.1 AP50 of boxes, plus the same of keypoints for pose models.
   double fitness() const;
 };
+
+// One batch through the model and the postprocess: images [B, 3, H, W] uint8 RGB ->
+// detections per image in network-input pixels (one-to-one top-k for end-to-end models, NMS
+// otherwise). The model must be in eval mode.
+std::vector<ImageDetections> detect_batch(model::YoloModelImpl& model, const torch::Tensor& images,
+                                          const NmsOptions& nms, bool bf16,
+                                          const torch::Device& device);
 
 // Called per batch with the detections in network-input pixels (for val_pred*.jpg plots).
 using BatchObserver =

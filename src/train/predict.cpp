@@ -16,6 +16,7 @@
 #include "data/loader.h"
 #include "eval/postprocess.h"
 #include "eval/predictions_json.h"
+#include "eval/validate.h"
 #include "train/plots.h"
 #include "train/precision.h"
 
@@ -103,18 +104,8 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
   model.to(device);
   std::vector<eval::CocoRecord> results;
   while (std::optional<data::Batch> batch = loader.next()) {
-    const torch::Tensor input = batch->images.to(device).to(torch::kFloat).div_(255.0);
-    model::EvalOutput out;
-    {
-      std::optional<compat::AutocastGuard> autocast;
-      if (bf16) autocast.emplace(device.type(), torch::kBFloat16);
-      out = model.forward_eval(input, nms.max_det);
-    }
     const std::vector<eval::ImageDetections> dets =
-        model.arch().end2end
-            ? eval::end2end_postprocess(out.detections.to(torch::kFloat).cpu(), nms.conf,
-                                        nms.max_det)
-            : eval::nms_postprocess(out.decoded.to(torch::kFloat), model.arch().nc, nms);
+        eval::detect_batch(model, batch->images, nms, bf16, device);
     for (size_t i = 0; i < dets.size(); ++i) {
       const eval::ImageFrame& frame = batch->frames[i];
       const eval::ImageDetections original = eval::to_original_pixels(dets[i], frame);

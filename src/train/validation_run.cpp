@@ -21,8 +21,6 @@ ValidationRun::ValidationRun(const config::Experiment& x, const data::DatasetInf
   gt_ = eval::load_ground_truth_json(dataset.split(split).annotations);
   eval::ValidationOptions vo;
   vo.nms = eval::nms_options(x.val);
-  vo.end2end = model.arch().end2end;
-  vo.nc = model.arch().nc;
   vo.coco_ids = dataset.coco_ids;
   vo.keypoints = model.head()->options().pose() ? model.arch().kpt_shape[0] : 0;
   vo.oks_sigmas = dataset.oks_sigmas;
