@@ -1,6 +1,6 @@
-// `detrain data preview` and `detrain data stats`: a grid picture of a loader batch exactly as
-// the model receives it (boxes, class names and skeletons drawn from the batch tensors), and a
-// census of a split (instances per class, box sizes, backgrounds, problems found).
+// `detrain data stats`: a census of a split (instances per class, box sizes, backgrounds,
+// problems found). The preview picture is drawn by train/batch_plots (the same mosaic as the
+// trainer's train_batch*.jpg).
 #pragma once
 
 #include <opencv2/core.hpp>
@@ -12,9 +12,6 @@
 #include "data/dataset.h"
 
 namespace detrain::data {
-
-// A BGR grid of the batch's images with their targets; `columns` 0 picks a near-square grid.
-cv::Mat render_batch_grid(const Batch& batch, const DatasetInfo& info, int columns = 0);
 
 struct SplitStats {
   std::vector<int64_t> instances_per_class;  // [nc]

@@ -1,8 +1,10 @@
 // See batch_plots.h.
 #include "train/batch_plots.h"
 
+#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "common/atomic_file.h"
 #include "train/plots.h"
 
 namespace detrain::train {
@@ -29,8 +31,7 @@ MosaicStyle style_of(const data::DatasetInfo& dataset) {
 
 }  // namespace
 
-void save_train_batch_plot(const data::Batch& batch, const data::DatasetInfo& dataset,
-                           const std::string& path) {
+cv::Mat draw_batch_targets(const data::Batch& batch, const data::DatasetInfo& dataset) {
   const int64_t b = batch.images.size(0);
   const float h = static_cast<float>(batch.images.size(2));
   const float w = static_cast<float>(batch.images.size(3));
@@ -58,7 +59,16 @@ void save_train_batch_plot(const data::Batch& batch, const data::DatasetInfo& da
       }
     }
   }
-  save_batch_mosaic(tiles, style_of(dataset), path);
+  MosaicStyle style = style_of(dataset);
+  style.max_images = static_cast<int>(b);
+  return draw_batch_mosaic(tiles, style);
+}
+
+void save_train_batch_plot(const data::Batch& batch, const data::DatasetInfo& dataset,
+                           const std::string& path) {
+  std::vector<uint8_t> jpeg;
+  cv::imencode(".jpg", draw_batch_targets(batch, dataset), jpeg, {cv::IMWRITE_JPEG_QUALITY, 90});
+  write_file_atomic(path, std::string(jpeg.begin(), jpeg.end()));
 }
 
 void save_val_prediction_plot(const eval::ValBatch& batch,

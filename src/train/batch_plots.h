@@ -2,6 +2,7 @@
 // batch with its predictions, turned into the torch-free PlotImage tiles of plots.h.
 #pragma once
 
+#include <opencv2/core.hpp>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,11 @@
 
 namespace detrain::train {
 
-// The batch's images (uint8 RGB) with their target boxes and keypoints, written as a mosaic.
+// The batch's images (uint8 RGB) with their target boxes, class names and keypoints, every
+// image of the batch in one near-square mosaic (BGR), as the model receives them.
+cv::Mat draw_batch_targets(const data::Batch& batch, const data::DatasetInfo& dataset);
+
+// draw_batch_targets written as JPEG (atomically).
 void save_train_batch_plot(const data::Batch& batch, const data::DatasetInfo& dataset,
                            const std::string& path);
 

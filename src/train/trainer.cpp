@@ -398,6 +398,7 @@ bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl& jsonl) {
       optimizer->set_lr(g, hyper.lr[g]);
       optimizer->set_momentum(g, hyper.momentum);
     }
+    // The first batches of a run (a run resumed past them already drew them).
     if (epoch == 0 && iter < x.train.plot_batches && x.train.plots &&
         iterations_this_process == iter)
       save_train_batch_plot(*batch, dataset,
