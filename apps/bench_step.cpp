@@ -5,6 +5,7 @@
 // images per second.
 #include <spdlog/fmt/fmt.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -25,7 +26,7 @@ namespace {
 
 struct StepArgs {
   ConfigArgs config;
-  std::string arch, scale, data, device, precisions = "fp32,bf16";
+  std::string arch, scale, data, device, precisions = "fp32,bf16", nprocs = "1";
   int64_t imgsz = 640, batch = 4, steps = 20, warmup = 3;
   bool json = false;
 };
@@ -51,11 +52,34 @@ class ScratchDir {
 
 struct StepResult {
   std::string precision;
+  int64_t nproc = 1;
   double median_ms = 0, min_ms = 0, max_ms = 0, data_wait_share = 0, images_per_s = 0;
   int64_t steps = 0;
 };
 
-StepResult measure(const StepArgs& a, const std::string& precision, const std::string& project) {
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// N ranks: `detrain train --nproc N` in a child process (the launcher needs a process of its
+// own); rank 0 writes the metrics read below.
+void run_ranks(const StepArgs& a, int64_t nproc, const std::vector<std::string>& overrides) {
+  std::string command = "/proc/self/exe --quiet train --nproc " + std::to_string(nproc) +
+                        " --max-iterations " + std::to_string(a.warmup + a.steps);
+  if (!a.config.config_file.empty()) command += " --config " + shell_quote(a.config.config_file);
+  for (const auto& o : overrides) command += " " + shell_quote(o);
+  command += " > /dev/null";
+  const int status = std::system(command.c_str());
+  // 130: stopped after --max-iterations with a resumable checkpoint, as asked.
+  if (!WIFEXITED(status) || (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 130))
+    throw DistributedError("bench step: the " + std::to_string(nproc) +
+                           "-rank run failed; run it alone to see why: " + command);
+}
+
+StepResult measure(const StepArgs& a, const std::string& precision, int64_t nproc,
+                   const std::string& project) {
   std::vector<std::string> overrides = a.config.overrides;
   auto add = [&](const std::string& o) { overrides.push_back(o); };
   if (!a.arch.empty()) add("model.arch=" + a.arch);
@@ -71,17 +95,23 @@ StepResult measure(const StepArgs& a, const std::string& precision, const std::s
   add("train.progress=off");
   add("train.log_every=1");
   add("train.project=" + project);
-  add("train.name=" + precision);
-  train::TrainRequest request;
-  request.config = config::resolve(a.config.config_file, overrides);
-  request.stop_after_iterations = a.warmup + a.steps;
-  request.print_config = false;
-  const train::TrainSummary s = train::run_training(request);
+  const std::string name = precision + "-" + std::to_string(nproc);
+  add("train.name=" + name);
+  std::string run_dir = project + "/" + name;
+  if (nproc > 1) {
+    run_ranks(a, nproc, overrides);
+  } else {
+    train::TrainRequest request;
+    request.config = config::resolve(a.config.config_file, overrides);
+    request.stop_after_iterations = a.warmup + a.steps;
+    request.print_config = false;
+    run_dir = train::run_training(request).run_dir;
+  }
 
   std::vector<double> ms;
   double wait_ms = 0, total_ms = 0;
   int64_t index = 0;
-  for (const auto& line : train::read_metrics_jsonl(train::run_paths(s.run_dir).metrics_jsonl)) {
+  for (const auto& line : train::read_metrics_jsonl(train::run_paths(run_dir).metrics_jsonl)) {
     if (index++ < a.warmup) continue;
     ms.push_back(line["step_ms"].get<double>());
     wait_ms += line["data_ms"].get<double>();
@@ -91,6 +121,7 @@ StepResult measure(const StepArgs& a, const std::string& precision, const std::s
   std::sort(ms.begin(), ms.end());
   StepResult r;
   r.precision = precision;
+  r.nproc = nproc;
   r.steps = static_cast<int64_t>(ms.size());
   r.median_ms = ms[ms.size() / 2];
   r.min_ms = ms.front();
@@ -103,12 +134,14 @@ StepResult measure(const StepArgs& a, const std::string& precision, const std::s
 int run_step(const StepArgs& a) {
   const ScratchDir project;
   std::vector<StepResult> results;
-  for (const std::string& p : split(a.precisions, ','))
-    results.push_back(measure(a, p, project.path()));
+  for (const std::string& n : split(a.nprocs, ','))
+    for (const std::string& p : split(a.precisions, ','))
+      results.push_back(measure(a, p, std::stoll(n), project.path()));
   if (a.json) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
     for (const auto& r : results)
       j.push_back({{"precision", r.precision},
+                   {"nproc", r.nproc},
                    {"steps", r.steps},
                    {"median_ms", r.median_ms},
                    {"min_ms", r.min_ms},
@@ -122,10 +155,11 @@ int run_step(const StepArgs& a) {
                            a.batch, a.imgsz, a.steps, a.warmup);
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : results)
-    rows.push_back({r.precision, fixed(r.median_ms, 1), fixed(r.min_ms, 1), fixed(r.max_ms, 1),
-                    fixed(100 * r.data_wait_share, 1), fixed(r.images_per_s, 2)});
-  std::cout << format_table({"precision", "median ms", "min ms", "max ms", "data wait %", "img/s"},
-                            rows);
+    rows.push_back({r.precision, std::to_string(r.nproc), fixed(r.median_ms, 1), fixed(r.min_ms, 1),
+                    fixed(r.max_ms, 1), fixed(100 * r.data_wait_share, 1),
+                    fixed(r.images_per_s, 2)});
+  std::cout << format_table(
+      {"precision", "ranks", "median ms", "min ms", "max ms", "data wait %", "img/s"}, rows);
   return 0;
 }
 
@@ -147,6 +181,9 @@ Command add_bench_step(CLI::App& bench) {
   app->add_option("--warmup", a->warmup, "iterations excluded first (default 3)")
       ->check(CLI::Range(0, 1000));
   app->add_option("--precision", a->precisions, "comma list of fp32, bf16 (default both)");
+  app->add_option("--nproc", a->nprocs,
+                  "comma list of rank counts, e.g. 1,2 (data.batch = --batch is the global "
+                  "batch; N > 1 runs detrain train --nproc N)");
   app->add_flag("--json", a->json, "print JSON instead of a table");
   return {app, [a]() { return run_step(*a); }};
 }

@@ -2,6 +2,7 @@
 // the Ctrl-C handler that asks the loop to stop with a resumable checkpoint, and runs it.
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -9,6 +10,7 @@
 #include "common/errors.h"
 #include "common/progress.h"
 #include "train/checkpoint.h"
+#include "train/launcher.h"
 #include "train/run_dir.h"
 #include "train/trainer.h"
 
@@ -26,9 +28,27 @@ struct TrainArgs {
   ConfigArgs config;
   std::string resume;
   bool force = false;
+  int nproc = 1;
+  int64_t max_iterations = 0;
 };
 
+// `--nproc N` (N > 1) outside a distributed launch: this process becomes the launcher.
+int launch(const TrainArgs& args) {
+  train::LaunchOptions options;
+  options.nproc = args.nproc;
+  options.argv = train::command_line_without_nproc();
+  options.interrupt = &g_stop_requested;
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+  const int code = train::launch_local_ranks(options);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  return code;
+}
+
 int run_train(const TrainArgs& args) {
+  const char* world = std::getenv("WORLD_SIZE");
+  if (args.nproc > 1 && !(world && *world)) return launch(args);
   train::TrainRequest request;
   request.resume = args.resume;
   request.force = args.force;
@@ -48,6 +68,7 @@ int run_train(const TrainArgs& args) {
     request.config = args.config.resolve();
   }
   request.stop = &g_stop_requested;
+  request.stop_after_iterations = args.max_iterations;
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
   const train::TrainSummary s = train::run_training(request);
@@ -56,6 +77,7 @@ int run_train(const TrainArgs& args) {
   if (s.interrupted)
     throw InterruptedError("stopped; a resumable checkpoint is in " + s.run_dir +
                            "/weights/last.ckpt (detrain train --resume " + s.run_dir + ")");
+  if (!s.main_rank) return 0;
   std::cout << "done: " << s.epochs_completed << " epochs, " << s.optimizer_steps
             << " optimizer steps; best fitness " << fixed(s.best_fitness, 4) << " (epoch "
             << s.best_epoch + 1 << "); results in " << s.run_dir << "\n";
@@ -71,6 +93,14 @@ Command add_train_command(CLI::App& root) {
   app->add_option("--resume", args->resume,
                   "continue a run (its directory or weights/last.ckpt) exactly where it stopped");
   app->add_flag("--force", args->force, "resume although the configuration changed");
+  app->add_option("--nproc", args->nproc,
+                  "start N local ranks (one per GPU, or N CPU processes) that train together; "
+                  "data.batch is the global batch")
+      ->check(CLI::Range(1, 1024));
+  app->add_option("--max-iterations", args->max_iterations,
+                  "stop after N iterations of this process with a resumable checkpoint "
+                  "(exit 130, as after Ctrl-C): smoke runs and benchmarks")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   return {app, [args]() { return run_train(*args); }};
 }
 

@@ -39,6 +39,8 @@ std::optional<std::string> golden_or_skip(const std::string& file) {
   return path;
 }
 
+std::string detrain_binary() { return DETRAIN_BINARY; }
+
 RunResult run_detrain(const std::string& args, const std::string& cwd) {
   const std::string dir = cwd.empty() ? source_dir() : cwd;
   const std::string command = "cd '" + dir + "' && '" + DETRAIN_BINARY + "' " + args + " 2>&1";

@@ -25,6 +25,8 @@ struct RunResult {
 
 // Runs the built detrain binary with `args` (shell-quoted here) from `cwd` (default: source dir).
 RunResult run_detrain(const std::string& args, const std::string& cwd = "");
+// The built detrain binary's absolute path (for tests that start several processes).
+std::string detrain_binary();
 
 // A fresh empty directory under the system temp dir, removed when the object dies.
 class TempDir {

@@ -4,11 +4,25 @@
 #pragma once
 
 #include <torch/types.h>
+#include <torch/version.h>
 
 #include <cstdint>
 #include <string>
 
+namespace c10d {
+class ProcessGroup;
+class Backend;
+}  // namespace c10d
+
 namespace detrain::compat {
+
+// The class c10d's Gloo and NCCL process groups derive from: ProcessGroup in 1.13, Backend
+// in 2.x (same collective calls: allreduce, broadcast, barrier, each returning a Work).
+#if TORCH_VERSION_MAJOR >= 2
+using CollectiveBackend = c10d::Backend;
+#else
+using CollectiveBackend = c10d::ProcessGroup;
+#endif
 
 // True when LibTorch was built with CUDA and a device is visible.
 bool cuda_available();

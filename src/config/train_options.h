@@ -27,6 +27,9 @@ struct TrainOptions {
   bool val = true;
   bool plots = true;
   bool sync_bn = false;
+  double dist_timeout_s = 1800.0;
+  double dist_bucket_mb = 25.0;
+  bool dist_verify = false;
   std::vector<int64_t> freeze;
   std::string progress = "auto";
   double progress_interval_s = 30.0;
@@ -66,6 +69,13 @@ struct TrainOptions {
     v("val", val, "validate after every epoch");
     v("plots", plots, "draw results.png, train_batch*.jpg and val_pred*.jpg");
     v("sync_bn", sync_bn, "synchronise BatchNorm statistics across ranks");
+    v("dist_timeout_s", dist_timeout_s,
+      "seconds a rank waits in a collective (or for rank 0's validation) before failing",
+      Constraint::range(1, 86400));
+    v("dist_bucket_mb", dist_bucket_mb, "size cap of one flat fp32 gradient all-reduce bucket",
+      Constraint::range(0.01, 4096));
+    v("dist_verify", dist_verify,
+      "check after every optimizer step that all ranks hold bit-identical weights (debug)");
     v("freeze", freeze, "layer indices (model.N) whose parameters are frozen, e.g. [0, 1, 2]",
       Constraint::range(0, 1000));
     v("progress", progress,

@@ -65,7 +65,9 @@ Loader::Loader(const DatasetInfo& info, std::vector<ImageRecord> records,
     throw ConfigError("loader: need batch >= 1 and 0 <= rank < world_size");
   const auto n = static_cast<int64_t>(records_.size());
   const auto window =
-      static_cast<size_t>(std::min({n, kWindowPerBatch * options_.batch, kMaxWindow}));
+      // Sized by the global batch, so N ranks draw mosaic partners like one process does.
+      static_cast<size_t>(
+          std::min({n, kWindowPerBatch * options_.batch * options_.world_size, kMaxWindow}));
   chain_.imgsz = options_.imgsz;
   chain_.augment = augment_;
   chain_.flip_idx = info_.flip_idx;
@@ -123,8 +125,10 @@ std::shared_ptr<const Loader::Plan> Loader::make_plan(int64_t epoch) const {
     for (int64_t i = n - 1; i > 0; --i)
       std::swap(perm[static_cast<size_t>(i)], perm[rng.below(static_cast<uint64_t>(i + 1))]);
     const int64_t per_rank = (n + world - 1) / world;
+    for (int64_t j = 0; j < per_rank * world; ++j)
+      plan->order.push_back(perm[static_cast<size_t>(j % n)]);
     for (int64_t j = 0; j < per_rank; ++j)
-      plan->order.push_back(perm[static_cast<size_t>((j * world + rank) % n)]);
+      plan->positions.push_back(static_cast<size_t>(j * world + rank));
     for (int64_t s = 0; s < per_rank; s += options_.batch) plan->batch_start.push_back(s);
     plan->batch_start.push_back(per_rank);
   } else {
@@ -132,7 +136,10 @@ std::shared_ptr<const Loader::Plan> Loader::make_plan(int64_t epoch) const {
     plan->batch_start.push_back(0);
     for (int64_t b = rank; b < batches; b += world) {
       const int64_t begin = b * options_.batch, end = std::min(n, begin + options_.batch);
-      for (int64_t i = begin; i < end; ++i) plan->order.push_back(rect_.order[size_t(i)]);
+      for (int64_t i = begin; i < end; ++i) {
+        plan->positions.push_back(plan->order.size());
+        plan->order.push_back(rect_.order[size_t(i)]);
+      }
       plan->batch_start.push_back(static_cast<int64_t>(plan->order.size()));
       plan->shapes_hw.push_back(rect_.shapes_hw[size_t(b)]);
     }
@@ -178,7 +185,8 @@ Batch Loader::build(const Plan& plan, int64_t b) {
   const auto end = static_cast<size_t>(plan.batch_start[size_t(b) + 1]);
   std::vector<Sample> samples;
   samples.reserve(end - begin);
-  for (size_t pos = begin; pos < end; ++pos) {
+  for (size_t k = begin; k < end; ++k) {
+    const size_t pos = plan.positions[k];
     if (options_.train)
       samples.push_back(
           make_train_sample(*source_, chain_, plan.mosaic, plan.order, pos, plan.epoch));

@@ -2,7 +2,9 @@
 // consumer, at most `prefetch` batches per worker, and next() hands them out in order whatever
 // the worker count. One seed names the per-epoch shuffle and every sample's augmentation
 // stream, so the same seed gives identical batches for 0, 1 or 8 workers. Training shards the
-// shuffled order by rank (DistributedSampler style, padded by wrapping); validation uses rect
+// shuffled order by rank (DistributedSampler style, padded by wrapping: rank r takes global
+// positions r, r + world, ...; a sample's augmentation depends only on its record, epoch and
+// global position, so N ranks of batch b see one process's batches of N*b); validation uses rect
 // batches and shards them by batch. Threads, not processes (fork after LibTorch's OpenMP pool
 // hangs); the destructor stops and joins them, and a worker's exception is rethrown by next().
 #pragma once
@@ -80,8 +82,12 @@ class Loader {
     uint64_t generation = 0;
     int64_t epoch = 0;
     bool mosaic = true;
-    std::vector<int64_t> order;                 // this rank's record indices in sample order
-    std::vector<int64_t> batch_start;           // [batches + 1] offsets into order
+    // Train: every rank's record indices in the global sample order (padded by wrapping to a
+    // multiple of world_size), so mosaic windows see what a single process sees; val: this
+    // rank's records.
+    std::vector<int64_t> order;
+    std::vector<size_t> positions;              // this rank's positions into order
+    std::vector<int64_t> batch_start;           // [batches + 1] offsets into positions
     std::vector<std::array<int, 2>> shapes_hw;  // [batches] val input shapes
   };
   struct Slot {

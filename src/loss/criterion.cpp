@@ -83,7 +83,7 @@ void Criterion::set_epoch(int64_t epoch, int64_t epochs) {
 torch::Tensor Criterion::branch_vector(const Branch& branch, const model::BranchOutput& output,
                                        const std::vector<torch::Tensor>& feats,
                                        const PaddedTargets& gt, BranchReport& report) const {
-  const auto det = branch.detection(output, feats, gt);
+  const auto det = branch.detection(output, feats, gt, replicas_);
   report.fg_mask = det.assignment.fg_mask;
   report.target_gt_idx = det.assignment.target_gt_idx;
   report.target_scores_sum = det.target_scores_sum.detach();
@@ -134,6 +134,7 @@ LossResult Criterion::operator()(const model::TrainOutput& output, const Targets
     result.items = result.branches[0].items;
   }
   result.total = result.vector.sum();
+  if (replicas_.active()) result.total = result.total * static_cast<double>(replicas_.world_size);
   return result;
 }
 

@@ -48,6 +48,11 @@ class Criterion {
   LossResult operator()(const model::TrainOutput& output, const Targets& targets,
                         std::array<int64_t, 2> imgsz_hw) const;
 
+  // Data-parallel training: detection normalisers become global and `total` is multiplied by
+  // the world size (as the reference's DDP does), so averaging the ranks' gradients gives the
+  // gradient of the global batch's loss. Keypoint terms stay means over this rank's instances.
+  void set_replicas(Replicas replicas) { replicas_ = std::move(replicas); }
+
   // Sets the end-to-end weights for training epoch `epoch` (0-based) of `epochs`.
   void set_epoch(int64_t epoch, int64_t epochs);
   End2EndWeights weights() const { return weights_; }
@@ -68,6 +73,7 @@ class Criterion {
   std::vector<Branch> branches_;  // one2many, then one2one for end-to-end heads
   std::vector<std::string> names_;
   End2EndWeights weights_;
+  Replicas replicas_;
 };
 
 // OKS sigmas as a [K] float tensor: `sigmas` when given, else the reference's defaults (the

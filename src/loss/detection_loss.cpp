@@ -42,7 +42,7 @@ torch::Tensor DetectionLoss::decode_distances(const torch::Tensor& pred_dist) co
 
 DetectionTerms DetectionLoss::operator()(const model::BranchOutput& branch,
                                          const std::vector<torch::Tensor>& feats,
-                                         const PaddedTargets& gt) const {
+                                         const PaddedTargets& gt, const Replicas& replicas) const {
   TORCH_CHECK(branch.boxes.defined() && branch.scores.defined(), "loss: branch has no outputs");
   TORCH_CHECK(branch.boxes.size(1) == 4 * reg_max_, "loss: box channels ", branch.boxes.size(1),
               " do not match reg_max ", reg_max_);
@@ -68,7 +68,11 @@ DetectionTerms DetectionLoss::operator()(const model::BranchOutput& branch,
   const auto& target_scores = out.assignment.target_scores;  // [B, A, C]
   const auto& fg = out.assignment.fg_mask;                   // [B, A]
   out.target_scores_sum = target_scores.sum();
-  const auto normaliser = out.target_scores_sum.clamp_min(1);
+  const auto normaliser =
+      replicas.active()
+          ? replicas.sum(out.target_scores_sum.detach().view({1})).squeeze(0).clamp_min(1) /
+                static_cast<double>(replicas.world_size)
+          : out.target_scores_sum.clamp_min(1);
 
   out.cls = F::binary_cross_entropy_with_logits(
                 pred_scores, target_scores.to(dtype),

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/replicas.h"
 #include "loss/assigner.h"
 #include "loss/targets.h"
 #include "model/heads.h"
@@ -34,9 +35,12 @@ class DetectionLoss {
   DetectionLoss(int64_t reg_max, AssignerOptions assigner, DetectionGains gains);
 
   // branch: raw outputs ([B, 4*reg_max, A] boxes, [B, nc, A] scores); feats: the head inputs
-  // (for anchors and the input size); gt: padded targets in input pixels.
+  // (for anchors and the input size); gt: padded targets in input pixels. With active
+  // `replicas`, the target-score normaliser is the global one (max(sum over ranks, 1) / world),
+  // so the ranks' terms add up to the single-process loss of the global batch.
   DetectionTerms operator()(const model::BranchOutput& branch,
-                            const std::vector<torch::Tensor>& feats, const PaddedTargets& gt) const;
+                            const std::vector<torch::Tensor>& feats, const PaddedTargets& gt,
+                            const Replicas& replicas = {}) const;
 
   const AssignerOptions& assigner() const { return assigner_; }
 

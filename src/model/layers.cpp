@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "model/sync_batch_norm.h"
+
 namespace detrain::model {
 
 namespace {
@@ -70,7 +72,10 @@ ConvImpl::ConvImpl(int64_t c1, int64_t c2, ConvOptions o) : act_(o.act) {
 torch::Tensor ConvImpl::forward(const torch::Tensor& x) {
   auto y = conv(x);  // [B, c2, H', W']
   count_conv_macs(y, conv->weight);
-  if (bn) y = bn(y);
+  if (bn)
+    y = sync_replicas_ && sync_replicas_->active() && is_training()
+            ? sync_batch_norm(y, *bn, *sync_replicas_)
+            : bn(y);
   return act_ ? torch::silu(y) : y;
 }
 

@@ -6,9 +6,12 @@
 
 #include <torch/torch.h>
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "common/replicas.h"
 
 namespace detrain::model {
 
@@ -98,12 +101,17 @@ class ConvImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);  // [B, c1, H, W] -> [B, c2, H/s, W/s]
   void fuse();
   bool fused() const { return !bn; }
+  // Training-mode BN statistics over all data-parallel ranks (null: this process's batch).
+  void set_sync_batch_norm(std::shared_ptr<const Replicas> replicas) {
+    sync_replicas_ = std::move(replicas);
+  }
 
   torch::nn::Conv2d conv{nullptr};
   torch::nn::BatchNorm2d bn{nullptr};  // null once fused
 
  private:
   bool act_;
+  std::shared_ptr<const Replicas> sync_replicas_;
 };
 TORCH_MODULE(Conv);
 

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -27,6 +28,7 @@
 #include "eval/validate.h"
 #include "loss/criterion.h"
 #include "model/state_dict.h"
+#include "model/sync_batch_norm.h"
 #include "model/yolo_model.h"
 #include "optim/ema.h"
 #include "optim/optimizer.h"
@@ -35,6 +37,7 @@
 #include "optim/schedule.h"
 #include "train/batch_plots.h"
 #include "train/checkpoint.h"
+#include "train/distributed.h"
 #include "train/inference_model.h"
 #include "train/metrics_log.h"
 #include "train/plots.h"
@@ -169,6 +172,21 @@ std::pair<double, double> precision_recall(const eval::CocoEvalResult& r) {
   return n ? std::make_pair(p_sum / n, r_sum / n) : std::make_pair(0.0, 0.0);
 }
 
+// Fault injection for the distributed tests: DETRAIN_FAULT_KILL="RANK:ITER" makes that rank
+// kill itself (SIGKILL, no clean-up) when it reaches that iteration of this process.
+std::pair<int64_t, int64_t> fault_kill_point() {
+  const char* text = std::getenv("DETRAIN_FAULT_KILL");
+  long long rank = -1, iter = -1;
+  if (text && std::sscanf(text, "%lld:%lld", &rank, &iter) == 2) return {rank, iter};
+  return {-1, -1};
+}
+
+std::vector<torch::Tensor> module_state(torch::nn::Module& m) {
+  std::vector<torch::Tensor> out = m.parameters();
+  for (const auto& b : m.buffers()) out.push_back(b);
+  return out;
+}
+
 }  // namespace
 
 // Everything built once per run.
@@ -199,6 +217,12 @@ struct Trainer {
   std::vector<std::vector<double>> history;  // results.csv rows so far
   TrainSummary summary;
 
+  DistEnv dist_env;
+  std::unique_ptr<Distributed> dist;         // null for a single process
+  std::shared_ptr<const Replicas> replicas;  // sums over the ranks (sync BN, loss normalisers)
+  std::pair<int64_t, int64_t> fault_kill{-1, -1};
+  bool main_rank() const { return !dist || dist->is_main(); }
+
   Trainer(const TrainRequest& r) : request(r), resolved(r.config), x(resolved.experiment) {}
 
   void setup();
@@ -207,8 +231,12 @@ struct Trainer {
   void save(const std::string& path) const { save_checkpoint(path, make_checkpoint()); }
   // Runs the iterations of `position.epoch` from `position.iter_in_epoch`; false when the run
   // was stopped (request.stop or the testing hook) before the epoch ended.
-  bool train_epoch(ProgressLine& progress, MetricsJsonl& jsonl);
+  bool train_epoch(ProgressLine& progress, MetricsJsonl* jsonl);
   void validate_and_record(double epoch_seconds);
+  void finish_epoch(double epoch_seconds);
+  void advance_epoch();
+  // Distributed runs: weights and EMA bit-identical on every rank (train.dist_verify).
+  void verify_ranks_agree(int64_t epoch, int64_t iter);
   TrainSummary run();
 
   RunningLoss running;  // this epoch's loss means
@@ -218,14 +246,42 @@ struct Trainer {
 };
 
 void Trainer::setup() {
-  const RuntimeInfo runtime = apply_runtime(x.runtime);
+  dist_env = read_dist_env();
+  config::RuntimeOptions runtime_options = x.runtime;
+  if (dist_env.distributed()) {
+    if (dist_env.rank > 0) spdlog::set_level(spdlog::level::warn);  // one stream of logs
+    // Ranks on one machine share its cores unless runtime.threads says otherwise.
+    if (runtime_options.threads == 0)
+      runtime_options.threads = std::max<int64_t>(
+          1, static_cast<int64_t>(std::thread::hardware_concurrency()) / dist_env.local_world_size);
+  }
+  const RuntimeInfo runtime = apply_runtime(runtime_options);
   device = compat::parse_device(x.runtime.device);
+  if (dist_env.distributed() && device.is_cuda())
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(dist_env.local_rank));
   precision = parse_precision(x.train.precision);
   spdlog::info("{}", runtime.summary());
+  fault_kill = fault_kill_point();
 
   dataset = data::load_dataset(x.data.dataset, x.data.root);
   train_records = data::load_records(dataset, "train", data::RecordOptions::from(x.data, true));
   log_record_stats("train", train_records.stats);
+  // The process group comes after the data scan, so no rank scans while others wait in a
+  // collective.
+  if (dist_env.distributed()) {
+    if (x.data.batch % dist_env.world_size != 0)
+      throw ConfigError(
+          fmt::format("data.batch={} is the global batch and must divide evenly "
+                      "over {} ranks; use a multiple of {}",
+                      x.data.batch, dist_env.world_size, dist_env.world_size));
+    dist = std::make_unique<Distributed>(
+        dist_env, device,
+        std::chrono::milliseconds(static_cast<int64_t>(x.train.dist_timeout_s * 1000)));
+    replicas = std::make_shared<const Replicas>(dist->replicas());
+    spdlog::info("distributed: rank {} of {} (local {} of {}, {}), store {}:{}", dist_env.rank,
+                 dist_env.world_size, dist_env.local_rank, dist_env.local_world_size,
+                 device.is_cuda() ? "nccl" : "gloo", dist_env.master_addr, dist_env.master_port);
+  }
   std::optional<std::array<int64_t, 2>> kpt_shape;
   if (dataset.has_keypoints())
     kpt_shape = std::array<int64_t, 2>{dataset.kpt_count, dataset.kpt_dims};
@@ -236,6 +292,9 @@ void Trainer::setup() {
                     " is a pose model; add kpt_shape, flip_idx and oks_sigmas to the descriptor "
                     "or train a detection architecture");
   model->to(device);
+  // Same seed, same init; the broadcast makes it so whatever a rank's RNG did.
+  if (dist) dist->broadcast(module_state(*model), "initial weights");
+  if (dist && x.train.sync_bn) model::set_sync_batch_norm(*model, replicas);
   arch = arch_identity(*model);
   auto ema_model = model::make_model(x.model, dataset.nc(), kpt_shape);
   ema_model->to(device);
@@ -248,11 +307,17 @@ void Trainer::setup() {
 
   criterion = loss::make_criterion(model->head()->options(), x.loss, dataset.oks_sigmas,
                                    model->head()->flow());
+  if (replicas) criterion->set_replicas(*replicas);
 
   data::LoaderOptions train_opts =
       data::LoaderOptions::from(x.data, static_cast<uint64_t>(x.runtime.seed), /*train=*/true);
   train_opts.stride = static_cast<int>(model->max_stride());
   train_opts.pin_memory = device.is_cuda();
+  if (dist) {
+    train_opts.batch = x.data.batch / dist->world_size();  // this rank's share
+    train_opts.rank = dist->rank();
+    train_opts.world_size = dist->world_size();
+  }
   train_loader =
       std::make_unique<data::Loader>(dataset, train_records.images, x.augment, train_opts);
   optim::ScheduleSettings settings = optim::schedule_settings(x);
@@ -282,8 +347,10 @@ void Trainer::setup() {
   schedule = std::make_unique<optim::TrainSchedule>(settings, nb, groups);
   position.batches_per_epoch = nb;
 
-  validation = std::make_unique<ValidationRun>(x, dataset, x.val.split, *model, device,
-                                               precision == Precision::kBf16);
+  // Rank 0 validates alone (the others wait for it in finish_epoch).
+  if (main_rank())
+    validation = std::make_unique<ValidationRun>(x, dataset, x.val.split, *model, device,
+                                                 precision == Precision::kBf16);
 }
 
 Checkpoint Trainer::make_checkpoint() const {
@@ -308,6 +375,7 @@ Checkpoint Trainer::make_checkpoint() const {
   for (auto& [name, grad] : named_grads(params)) c.extra_tensors.emplace_back("grad/" + name, grad);
   if (running.sum.defined()) c.extra_tensors.emplace_back("running_loss", running.sum);
   c.extra_scalars["running_count"] = static_cast<double>(running.count);
+  c.extra_scalars["world_size"] = static_cast<double>(dist ? dist->world_size() : 1);
   return c;
 }
 
@@ -315,6 +383,14 @@ void Trainer::resume_from(const std::string& where) {
   const std::string path = fs::is_directory(where) ? run_paths(where).last_ckpt : where;
   const Checkpoint c = load_checkpoint(path);
   check_architecture(c, arch, path);
+  const int64_t saved_world = static_cast<int64_t>(
+      c.extra_scalars.count("world_size") ? c.extra_scalars.at("world_size") : 1);
+  const int64_t world = dist ? dist->world_size() : 1;
+  if (saved_world != world)
+    throw ConfigError(fmt::format(
+        "{}: written by a run of {} rank(s), resumed with {}; resume with --nproc {} (the world "
+        "size sets each rank's batch and shard, so another one cannot continue it exactly)",
+        path, saved_world, world, saved_world));
   if (c.position.finished)
     throw ConfigError(path +
                       ": this run already finished every epoch; nothing to resume "
@@ -364,7 +440,7 @@ void Trainer::resume_from(const std::string& where) {
                position.iter_in_epoch, position.optimizer_steps);
 }
 
-bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl& jsonl) {
+bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl* jsonl) {
   const int64_t epoch = position.epoch, epochs = x.train.epochs;
   const int64_t nb = position.batches_per_epoch;
   criterion->set_epoch(epoch, epochs);
@@ -381,10 +457,17 @@ bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl& jsonl) {
   state.epochs = epochs;
   state.total = nb;
   for (int64_t iter = position.iter_in_epoch; iter < nb; ++iter) {
-    const bool stop_requested = (request.stop && request.stop->load()) ||
-                                (request.stop_after_iterations > 0 &&
-                                 iterations_this_process >= request.stop_after_iterations);
+    bool stop_requested = (request.stop && request.stop->load()) ||
+                          (request.stop_after_iterations > 0 &&
+                           iterations_this_process >= request.stop_after_iterations);
+    if (dist) {
+      dist->set_progress(epoch * nb + iter, fmt::format("epoch {} iteration {}", epoch + 1, iter));
+      // Ranks stop together (a signal may reach them at different iterations).
+      stop_requested = dist->any(stop_requested, "the stop check");
+    }
     if (stop_requested) return false;
+    if (dist && fault_kill.first == dist->rank() && fault_kill.second == iterations_this_process)
+      std::raise(SIGKILL);
 
     Stopwatch step_clock;
     std::optional<data::Batch> batch = train_loader->next();
@@ -399,7 +482,7 @@ bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl& jsonl) {
       optimizer->set_momentum(g, hyper.momentum);
     }
     // The first batches of a run (a run resumed past them already drew them).
-    if (epoch == 0 && iter < x.train.plot_batches && x.train.plots &&
+    if (epoch == 0 && iter < x.train.plot_batches && x.train.plots && main_rank() &&
         iterations_this_process == iter)
       save_train_batch_plot(*batch, dataset,
                             paths.file("train_batch" + std::to_string(iter) + ".jpg"));
@@ -414,16 +497,24 @@ bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl& jsonl) {
     const loss::LossResult l =
         (*criterion)(to_float(out), targets_of(*batch, device), {images.size(2), images.size(3)});
     bool good = all_finite(l.total);
+    // A step is skipped on every rank when it is not finite on one.
+    if (dist) good = !dist->any(!good, "the finite-loss check");
     if (good) l.total.backward();
     guard->record(good, "loss", epoch, iter);
 
     if (good &&
         optim::TrainSchedule::optimizer_step_due(ni, position.last_step_ni, hyper.accumulate)) {
+      if (dist)
+        dist->average_gradients(trainable,
+                                static_cast<int64_t>(x.train.dist_bucket_mb * 1024 * 1024));
       const GradNorm gn = clip_grad_norm(trainable, x.train.clip_grad_norm);
       if (gn.finite) {
         optimizer->step();
         ++position.optimizer_steps;
+        // Local BatchNorm statistics differ per rank; rank 0's go to all so the EMA agrees.
+        if (dist && !x.train.sync_bn) dist->broadcast(model->buffers(), "BatchNorm buffers");
         ema->update();
+        if (dist && x.train.dist_verify) verify_ranks_agree(epoch, iter);
       } else {
         guard->record(false, "gradients", epoch, iter);
       }
@@ -455,7 +546,7 @@ bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl& jsonl) {
     state.memory_gb = memory_gb(device);
     progress.update(state);
 
-    if (x.train.log_every > 0 && (iter % x.train.log_every == 0 || iter + 1 == nb)) {
+    if (jsonl && x.train.log_every > 0 && (iter % x.train.log_every == 0 || iter + 1 == nb)) {
       StepRecord rec;
       rec.epoch = epoch;
       rec.iter = iter;
@@ -468,14 +559,47 @@ bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl& jsonl) {
       rec.data_wait_ms = batch->data_wait_ms;
       rec.step_ms = step_clock.millis();
       rec.memory_gb = state.memory_gb;
-      jsonl.append(rec);
+      jsonl->append(rec);
     }
-    if (x.train.save_period_steps > 0 && position.optimizer_steps > 0 &&
+    if (main_rank() && x.train.save_period_steps > 0 && position.optimizer_steps > 0 &&
         position.last_step_ni == ni && position.optimizer_steps % x.train.save_period_steps == 0)
       save(paths.last_ckpt);
   }
   progress.finish(state);
   return true;
+}
+
+void Trainer::verify_ranks_agree(int64_t epoch, int64_t iter) {
+  std::vector<torch::Tensor> state = module_state(*model);
+  for (const auto& t : module_state(ema->module())) state.push_back(t);
+  const auto hashes = dist->all_gather(tensors_hash(state), "the weights check");
+  for (size_t r = 1; r < hashes.size(); ++r)
+    if (hashes[r] != hashes[0])
+      throw DistributedError(fmt::format(
+          "rank {}: after the optimizer step of epoch {} iteration {}, rank {}'s weights or EMA "
+          "differ from rank 0's (train.dist_verify); this is a bug, please report it",
+          dist->rank(), epoch + 1, iter, r));
+}
+
+void Trainer::advance_epoch() {
+  position.epoch += 1;
+  position.iter_in_epoch = 0;
+  position.finished = position.epoch >= x.train.epochs;
+  running = RunningLoss{};
+}
+
+// After each epoch: rank 0 validates, records and saves; the other ranks wait for that (through
+// the store, up to train.dist_timeout_s) so none races ahead into a collective.
+void Trainer::finish_epoch(double epoch_seconds) {
+  const std::string key = "epoch_done/" + std::to_string(position.epoch);
+  if (main_rank()) {
+    validate_and_record(epoch_seconds);
+    if (dist) dist->notify(key);
+    return;
+  }
+  advance_epoch();
+  dist->wait_for(key,
+                 std::chrono::milliseconds(static_cast<int64_t>(x.train.dist_timeout_s * 1000)));
 }
 
 void Trainer::validate_and_record(double epoch_seconds) {
@@ -520,15 +644,12 @@ void Trainer::validate_and_record(double epoch_seconds) {
     summary.box_stats = v->box.stats;
     summary.keypoint_stats = v->keypoints ? v->keypoints->stats : std::vector<double>{};
   }
-  position.epoch = epoch + 1;
-  position.iter_in_epoch = 0;
-  position.finished = position.epoch >= x.train.epochs;
-  running = RunningLoss{};
   const bool improved = v && fitness > best_fitness;
   if (improved) {
     best_fitness = fitness;
     best_epoch = epoch;
   }
+  advance_epoch();  // the checkpoint describes the state after this epoch
   save(paths.last_ckpt);
   if (improved)
     fs::copy_file(paths.last_ckpt, paths.best_ckpt, fs::copy_options::overwrite_existing);
@@ -543,37 +664,51 @@ TrainSummary Trainer::run() {
                                 : fs::path(request.resume).parent_path().parent_path().string();
     paths = run_paths(dir);
     resume_from(request.resume);
-  } else {
+  } else if (main_rank()) {
     paths = create_run_dir(x.train.project, x.train.name, x.train.exist_ok);
   }
-  add_log_file(paths.train_log);
-  config::save_args_yaml(resolved, paths.args_yaml);
-  if (request.print_config) std::cout << config::table(resolved) << std::flush;
-  spdlog::info("run directory {}", paths.dir);
-
+  // Only rank 0 writes the run directory; the others learn its name for their messages.
+  if (dist) paths.dir = dist->from_main("run_dir", paths.dir);
+  std::unique_ptr<MetricsJsonl> jsonl;
+  if (main_rank()) {
+    add_log_file(paths.train_log);
+    config::save_args_yaml(resolved, paths.args_yaml);
+    if (request.print_config) std::cout << config::table(resolved) << std::flush;
+    spdlog::info("run directory {}", paths.dir);
+    if (resuming)
+      truncate_metrics_jsonl(paths.metrics_jsonl, position.epoch, position.iter_in_epoch);
+    jsonl = std::make_unique<MetricsJsonl>(paths.metrics_jsonl);
+    const auto columns = results_columns(criterion->names(), model->head()->options().pose(),
+                                         static_cast<int>(optimizer->num_groups()));
+    results = std::make_unique<ResultsCsv>(
+        resuming ? ResultsCsv::resume(paths.results_csv, columns, position.epoch)
+                 : ResultsCsv(paths.results_csv, columns));
+  }
   guard = std::make_unique<FiniteGuard>(x.train.max_bad_steps, position.bad_steps);
-  if (resuming) truncate_metrics_jsonl(paths.metrics_jsonl, position.epoch, position.iter_in_epoch);
-  MetricsJsonl jsonl(paths.metrics_jsonl);
-  const auto columns = results_columns(criterion->names(), model->head()->options().pose(),
-                                       static_cast<int>(optimizer->num_groups()));
-  results = std::make_unique<ResultsCsv>(
-      resuming ? ResultsCsv::resume(paths.results_csv, columns, position.epoch)
-               : ResultsCsv(paths.results_csv, columns));
-  ProgressLine progress(parse_progress_mode(x.train.progress, "train.progress"), std::cout,
-                        stdout_is_tty(), x.train.progress_interval_s);
+  ProgressLine progress(
+      main_rank() ? parse_progress_mode(x.train.progress, "train.progress") : ProgressMode::kOff,
+      std::cout, stdout_is_tty(), x.train.progress_interval_s);
 
   summary.run_dir = paths.dir;
+  summary.main_rank = main_rank();
   while (position.epoch < x.train.epochs) {
     Stopwatch epoch_clock;
-    if (!train_epoch(progress, jsonl)) {
-      save(paths.last_ckpt);
+    if (!train_epoch(progress, jsonl.get())) {
+      // Mid-accumulation gradients differ per rank; their mean continues the same sums.
+      if (dist)
+        dist->average_gradients(trainable,
+                                static_cast<int64_t>(x.train.dist_bucket_mb * 1024 * 1024));
+      if (main_rank()) save(paths.last_ckpt);
+      if (dist) dist->barrier("the stop checkpoint");
       summary.interrupted = true;
       spdlog::warn("stopped at epoch {} iteration {}; resume with: detrain train --resume {}",
                    position.epoch + 1, position.iter_in_epoch, paths.dir);
       break;
     }
-    validate_and_record(epoch_clock.seconds());
+    finish_epoch(epoch_clock.seconds());
   }
+  // Rank 0 hosts the store: nobody leaves while another may still reach it.
+  if (dist) dist->barrier("the end of training");
   summary.epochs_completed = position.epoch;
   summary.optimizer_steps = position.optimizer_steps;
   summary.best_fitness = best_fitness;

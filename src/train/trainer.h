@@ -31,6 +31,7 @@ struct TrainSummary {
   int64_t epochs_completed = 0;
   int64_t optimizer_steps = 0;
   bool interrupted = false;  // stopped early with a resumable checkpoint
+  bool main_rank = true;     // false on ranks > 0 of a distributed run (they report nothing)
   double best_fitness = 0;
   int64_t best_epoch = -1;             // 0-based
   std::vector<double> box_stats;       // last validation's 12 COCO bbox stats (empty: none)
