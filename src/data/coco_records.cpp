@@ -35,19 +35,12 @@ struct RawAnnotation {
   size_t keypoint_offset = 0;  // into the flat keypoint store, K * 3 values
 };
 
-bool number_next(JsonCursor& c) {
-  const char ch = c.peek();
-  return ch == '-' || (ch >= '0' && ch <= '9');
-}
-
 double read_number(JsonCursor& c, const std::string& where, const char* field) {
-  if (!number_next(c)) c.fail_type(where + " '" + field + "' must be a number");
-  return c.number();
+  return eval::read_number(c, [&] { return where + " '" + field + "'"; });
 }
 
 int64_t read_integer(JsonCursor& c, const std::string& where, const char* field) {
-  if (!number_next(c)) c.fail_type(where + " '" + field + "' must be an integer");
-  return c.integer(field);
+  return eval::read_integer(c, field, [&] { return where + " '" + field + "'"; });
 }
 
 std::string image_where(size_t i) { return "images[" + std::to_string(i) + "]"; }

