@@ -220,7 +220,7 @@ struct Trainer {
 void Trainer::setup() {
   const RuntimeInfo runtime = apply_runtime(x.runtime);
   device = compat::parse_device(x.runtime.device);
-  precision = parse_precision(x.train.precision);
+  precision = effective_precision(parse_precision(x.train.precision), device);
   spdlog::info("{}", runtime.summary());
 
   dataset = data::load_dataset(x.data.dataset, x.data.root);
