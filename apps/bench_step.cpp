@@ -1,7 +1,8 @@
 // `detrain bench step`: the training step interval with the real loader, measured by running
 // the trainer itself (no separate benchmark loop that could drift from it) for --steps
 // iterations per precision and reading its per-iteration metrics.jsonl lines; the first
-// --warmup iterations are excluded. Prints median and range per precision, data-wait share and
+// --warmup iterations are excluded. Prints median and range per precision (with the precision it
+// runs as: bf16 falls back to fp32 on CPUs without AVX-512), data-wait share and
 // images per second.
 #include <spdlog/fmt/fmt.h>
 #include <stdlib.h>
@@ -15,7 +16,9 @@
 #include "common/errors.h"
 #include "common/progress.h"
 #include "common/strings.h"
+#include "compat/torch_compat.h"
 #include "train/metrics_log.h"
+#include "train/precision.h"
 #include "train/run_dir.h"
 #include "train/trainer.h"
 
@@ -50,7 +53,7 @@ class ScratchDir {
 };
 
 struct StepResult {
-  std::string precision;
+  std::string precision, runs_as;  // runs_as: fp32 where bf16 falls back (train/precision.h)
   double median_ms = 0, min_ms = 0, max_ms = 0, data_wait_share = 0, images_per_s = 0;
   int64_t steps = 0;
 };
@@ -77,6 +80,9 @@ StepResult measure(const StepArgs& a, const std::string& precision, const std::s
   request.stop_after_iterations = a.warmup + a.steps;
   request.print_config = false;
   const train::TrainSummary s = train::run_training(request);
+  const auto& experiment = request.config.experiment;
+  const train::Precision runs_as = train::effective_precision(
+      train::parse_precision(precision), compat::parse_device(experiment.runtime.device));
 
   std::vector<double> ms;
   double wait_ms = 0, total_ms = 0;
@@ -91,6 +97,7 @@ StepResult measure(const StepArgs& a, const std::string& precision, const std::s
   std::sort(ms.begin(), ms.end());
   StepResult r;
   r.precision = precision;
+  r.runs_as = train::precision_name(runs_as);
   r.steps = static_cast<int64_t>(ms.size());
   r.median_ms = ms[ms.size() / 2];
   r.min_ms = ms.front();
@@ -109,6 +116,7 @@ int run_step(const StepArgs& a) {
     nlohmann::ordered_json j = nlohmann::ordered_json::array();
     for (const auto& r : results)
       j.push_back({{"precision", r.precision},
+                   {"runs_as", r.runs_as},
                    {"steps", r.steps},
                    {"median_ms", r.median_ms},
                    {"min_ms", r.min_ms},
@@ -122,10 +130,11 @@ int run_step(const StepArgs& a) {
                            a.batch, a.imgsz, a.steps, a.warmup);
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : results)
-    rows.push_back({r.precision, fixed(r.median_ms, 1), fixed(r.min_ms, 1), fixed(r.max_ms, 1),
-                    fixed(100 * r.data_wait_share, 1), fixed(r.images_per_s, 2)});
-  std::cout << format_table({"precision", "median ms", "min ms", "max ms", "data wait %", "img/s"},
-                            rows);
+    rows.push_back({r.precision, r.runs_as, fixed(r.median_ms, 1), fixed(r.min_ms, 1),
+                    fixed(r.max_ms, 1), fixed(100 * r.data_wait_share, 1),
+                    fixed(r.images_per_s, 2)});
+  std::cout << format_table(
+      {"precision", "runs as", "median ms", "min ms", "max ms", "data wait %", "img/s"}, rows);
   return 0;
 }
 
