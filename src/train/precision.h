@@ -24,7 +24,7 @@ const char* precision_name(Precision precision);
 
 // The precision a run uses on `device`: `requested`, except that kBf16 becomes kFp32 on a CPU
 // without oneDNN's bf16 convolutions (compat::cpu_has_fast_bf16_conv), where autocast would
-// make every convolution 8-30x slower. Logs one warning line when it falls back.
+// make a yolo26n step 16-32x slower. Logs one warning line when it falls back.
 Precision effective_precision(Precision requested, const torch::Device& device);
 
 // Autocast for the model's forward pass on `device`'s type while alive: BF16 when `precision`
