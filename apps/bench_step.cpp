@@ -1,7 +1,8 @@
 // `detrain bench step`: the training step interval with the real loader, measured by running
 // the trainer itself (no separate benchmark loop that could drift from it) for --steps
 // iterations per precision and reading its per-iteration metrics.jsonl lines; the first
-// --warmup iterations are excluded. Prints median and range per precision, data-wait share and
+// --warmup iterations are excluded. Prints median and range per precision (with the precision it
+// runs as: bf16 falls back to fp32 on CPUs without AVX-512), data-wait share and
 // images per second.
 #include <spdlog/fmt/fmt.h>
 #include <stdlib.h>
@@ -16,7 +17,9 @@
 #include "common/errors.h"
 #include "common/progress.h"
 #include "common/strings.h"
+#include "compat/torch_compat.h"
 #include "train/metrics_log.h"
+#include "train/precision.h"
 #include "train/run_dir.h"
 #include "train/trainer.h"
 
@@ -51,7 +54,7 @@ class ScratchDir {
 };
 
 struct StepResult {
-  std::string precision;
+  std::string precision, runs_as;  // runs_as: fp32 where bf16 falls back (train/precision.h)
   int64_t nproc = 1;
   double median_ms = 0, min_ms = 0, max_ms = 0, data_wait_share = 0, images_per_s = 0;
   int64_t steps = 0;
@@ -98,15 +101,19 @@ StepResult measure(const StepArgs& a, const std::string& precision, int64_t npro
   const std::string name = precision + "-" + std::to_string(nproc);
   add("train.name=" + name);
   std::string run_dir = project + "/" + name;
+  const config::ResolvedConfig resolved = config::resolve(a.config.config_file, overrides);
   if (nproc > 1) {
     run_ranks(a, nproc, overrides);
   } else {
     train::TrainRequest request;
-    request.config = config::resolve(a.config.config_file, overrides);
+    request.config = resolved;
     request.stop_after_iterations = a.warmup + a.steps;
     request.print_config = false;
     run_dir = train::run_training(request).run_dir;
   }
+  const train::Precision runs_as = train::effective_precision(
+      train::parse_precision(precision),
+      compat::parse_device(resolved.experiment.runtime.device));
 
   std::vector<double> ms;
   double wait_ms = 0, total_ms = 0;
@@ -122,6 +129,7 @@ StepResult measure(const StepArgs& a, const std::string& precision, int64_t npro
   StepResult r;
   r.precision = precision;
   r.nproc = nproc;
+  r.runs_as = train::precision_name(runs_as);
   r.steps = static_cast<int64_t>(ms.size());
   r.median_ms = ms[ms.size() / 2];
   r.min_ms = ms.front();
@@ -142,6 +150,7 @@ int run_step(const StepArgs& a) {
     for (const auto& r : results)
       j.push_back({{"precision", r.precision},
                    {"nproc", r.nproc},
+                   {"runs_as", r.runs_as},
                    {"steps", r.steps},
                    {"median_ms", r.median_ms},
                    {"min_ms", r.min_ms},
@@ -155,11 +164,12 @@ int run_step(const StepArgs& a) {
                            a.batch, a.imgsz, a.steps, a.warmup);
   std::vector<std::vector<std::string>> rows;
   for (const auto& r : results)
-    rows.push_back({r.precision, std::to_string(r.nproc), fixed(r.median_ms, 1), fixed(r.min_ms, 1),
-                    fixed(r.max_ms, 1), fixed(100 * r.data_wait_share, 1),
+    rows.push_back({r.precision, r.runs_as, std::to_string(r.nproc), fixed(r.median_ms, 1),
+                    fixed(r.min_ms, 1), fixed(r.max_ms, 1), fixed(100 * r.data_wait_share, 1),
                     fixed(r.images_per_s, 2)});
-  std::cout << format_table(
-      {"precision", "ranks", "median ms", "min ms", "max ms", "data wait %", "img/s"}, rows);
+  std::cout << format_table({"precision", "runs as", "ranks", "median ms", "min ms", "max ms",
+                             "data wait %", "img/s"},
+                            rows);
   return 0;
 }
 

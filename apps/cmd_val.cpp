@@ -45,7 +45,8 @@ int run_val(const ValArgs& args) {
                      "trained for");
   train::ValidationRun validation(
       x, dataset, x.val.split, *m.model, device,
-      train::parse_precision(x.train.precision) == train::Precision::kBf16);
+      train::effective_precision(train::parse_precision(x.train.precision), device) ==
+          train::Precision::kBf16);
   const eval::ValidationResult r = validation.run(*m.model);
   std::cout << eval::stats_table(r);
   std::cout << "bbox:\n";

@@ -98,6 +98,16 @@ AutocastGuard::~AutocastGuard() {
   set_autocast(device_, previous_enabled_, previous_dtype_);
 }
 
+bool cpu_has_fast_bf16_conv() {
+#if defined(__x86_64__) || defined(__i386__)
+  // The same three features LibTorch's mkldnn_bf16_device_check asks cpuinfo for.
+  return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512dq");
+#else
+  return true;  // other architectures: leave the choice to LibTorch
+#endif
+}
+
 void set_num_threads(int threads) { at::set_num_threads(threads); }
 int num_threads() { return at::get_num_threads(); }
 

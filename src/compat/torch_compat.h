@@ -49,6 +49,12 @@ class AutocastGuard {
 
 bool autocast_enabled(torch::DeviceType device);
 
+// True when LibTorch's CPU convolutions take oneDNN's bf16 kernels on this processor. LibTorch
+// (1.13 and 2.x alike) sends a bf16 convolution to oneDNN only when the CPU has AVX-512 BW, VL
+// and DQ; without them it runs the reference im2col + scalar-gemm kernel (_slow_conv2d_*, once
+// per group), 16-32x slower than fp32 for a yolo26n step on an AVX2-only AMD EPYC (issue 8).
+bool cpu_has_fast_bf16_conv();
+
 // Intra-op threads; LibTorch 1.13 defaults to half the cores on x86, so always set it.
 void set_num_threads(int threads);
 int num_threads();

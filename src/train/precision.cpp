@@ -1,6 +1,8 @@
 // Precision scope, gradient clipping and the finite guard; see precision.h.
 #include "train/precision.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cmath>
 
 #include "common/errors.h"
@@ -15,6 +17,15 @@ Precision parse_precision(const std::string& text) {
 
 const char* precision_name(Precision precision) {
   return precision == Precision::kBf16 ? "bf16" : "fp32";
+}
+
+Precision effective_precision(Precision requested, const torch::Device& device) {
+  if (requested != Precision::kBf16 || !device.is_cpu() || compat::cpu_has_fast_bf16_conv())
+    return requested;
+  spdlog::warn(
+      "train.precision=bf16: this CPU has no AVX-512 (BW/VL/DQ), so LibTorch runs bf16 "
+      "convolutions in its slow reference kernel; training and validating in fp32 instead");
+  return Precision::kFp32;
 }
 
 AutocastScope::AutocastScope(Precision precision, const torch::Device& device) {

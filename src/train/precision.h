@@ -1,7 +1,8 @@
 // Numeric precision of a training step: the BF16 autocast scope around the forward pass (CPU
 // and CUDA alike; master weights, loss and optimizer stay fp32), the gradient-norm clip that
 // also reports whether every gradient is finite, and the guard that counts skipped non-finite
-// steps. Differs from the reference: BF16 instead of FP16 + GradScaler (no loss scaling needed).
+// steps. Differs from the reference: BF16 instead of FP16 + GradScaler (no loss scaling needed),
+// and BF16 falls back to fp32 on CPUs where LibTorch has no fast bf16 convolution.
 #pragma once
 
 #include <torch/torch.h>
@@ -20,6 +21,11 @@ enum class Precision { kFp32, kBf16 };
 // "bf16" | "fp32" (train.precision); throws ConfigError otherwise.
 Precision parse_precision(const std::string& text);
 const char* precision_name(Precision precision);
+
+// The precision a run uses on `device`: `requested`, except that kBf16 becomes kFp32 on a CPU
+// without oneDNN's bf16 convolutions (compat::cpu_has_fast_bf16_conv), where autocast would
+// make a yolo26n step 16-32x slower. Logs one warning line when it falls back.
+Precision effective_precision(Precision requested, const torch::Device& device);
 
 // Autocast for the model's forward pass on `device`'s type while alive: BF16 when `precision`
 // is kBf16, nothing for kFp32. Cast predictions to fp32 before the loss, outside the scope.

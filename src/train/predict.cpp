@@ -90,7 +90,8 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
   loader.start_epoch(0, 0);
 
   const torch::Device device = compat::parse_device(x.runtime.device);
-  const bool bf16 = parse_precision(x.train.precision) == Precision::kBf16;
+  const bool bf16 =
+      effective_precision(parse_precision(x.train.precision), device) == Precision::kBf16;
   const eval::NmsOptions nms = eval::nms_options(x.val, /*predict=*/true);
   MosaicStyle style;
   style.names = info.names;

@@ -259,7 +259,7 @@ void Trainer::setup() {
   device = compat::parse_device(x.runtime.device);
   if (dist_env.distributed() && device.is_cuda())
     device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(dist_env.local_rank));
-  precision = parse_precision(x.train.precision);
+  precision = effective_precision(parse_precision(x.train.precision), device);
   spdlog::info("{}", runtime.summary());
   fault_kill = fault_kill_point();
 

@@ -2,6 +2,9 @@
 // bad-step guard.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
 
 #include "common/errors.h"
 #include "train/precision.h"
@@ -33,6 +36,29 @@ TEST_CASE("bf16 autocast scope on CPU and none for fp32", "[unit][train]") {
     linear(x).to(torch::kFloat).sum().backward();
   }
   CHECK(linear->weight.grad().scalar_type() == torch::kFloat);
+}
+
+TEST_CASE("bf16 falls back to fp32 only on a CPU without AVX-512 BW/VL/DQ", "[unit][train]") {
+  const torch::Device cpu(torch::kCPU), cuda(torch::kCUDA);
+  CHECK(effective_precision(Precision::kFp32, cpu) == Precision::kFp32);
+  CHECK(effective_precision(Precision::kFp32, cuda) == Precision::kFp32);
+  CHECK(effective_precision(Precision::kBf16, cuda) == Precision::kBf16);
+  const Precision on_cpu = effective_precision(Precision::kBf16, cpu);
+  CHECK(on_cpu == (compat::cpu_has_fast_bf16_conv() ? Precision::kBf16 : Precision::kFp32));
+  // The feature test agrees with the kernel's own flags where Linux lists them.
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  std::set<std::string> flags;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string w; words >> w;) flags.insert(w);
+    break;
+  }
+  if (flags.empty()) return;  // no /proc/cpuinfo flags here (not Linux x86)
+  const bool avx512 = flags.count("avx512bw") && flags.count("avx512vl") && flags.count("avx512dq");
+  INFO("/proc/cpuinfo avx512bw+vl+dq: " << avx512);
+  CHECK(compat::cpu_has_fast_bf16_conv() == avx512);
 }
 
 TEST_CASE("gradient clipping matches the clip_grad_norm formula", "[unit][train]") {
