@@ -192,45 +192,51 @@ std::string stats_text(const std::vector<double>& stats) {
   return s;
 }
 
+// Picks the 8 images of `annotations` (under `root`) with `pick`, writes them as the train and
+// val split of a copy of `data_yaml`, trains `arch` on them for `steps` optimizer steps and
+// checks the validation losses fell.
+TrainSummary overfit(const TempDir& dir, const std::string& root, const std::string& annotations,
+                     const std::string& data_yaml, const std::string& arch,
+                     std::set<int64_t> (*pick)(const json&), int64_t steps) {
+  const json coco = read_json(root + "/annotations/" + annotations);
+  const std::set<int64_t> ids = pick(coco);
+  REQUIRE(ids.size() == kImages);
+  write_subset(coco, ids, dir.file("subset.json"));
+  const std::string yaml = write_subset_descriptor(dir, data_yaml, root, dir.file("subset.json"));
+  const TrainSummary s = train_and_check_val_losses(overfit_overrides(dir, yaml, arch, steps));
+  CHECK(s.optimizer_steps == steps);
+  INFO("box stats: " << stats_text(s.box_stats));
+  return s;
+}
+
 }  // namespace
 
-// Steps found by bisection (see README "Overfit tests"): 300 steps pass; the measured time on
-// the 2-core development CPU is given in the README.
+// NOT YET PASSING: at 300 steps (32 min wall on the shared 2-core CPU, 7.7 min of CPU time) the
+// final validation gave box AP50 0.850, and a 400-step run of the same recipe 0.861 (APl 0.38:
+// large objects are what is left); the step count or recipe that reaches 0.9 has not been
+// found yet. The validation-loss checks pass.
 TEST_CASE("yolo26n memorises 8 coco-mini images: box AP50 >= 0.9", "[slow][train]") {
   const auto root = detrain::test::shared_data_or_skip("coco-mini");
   if (!root) return;
   TempDir dir;
-  const json coco = read_json(*root + "/annotations/instances_train.json");
-  const std::set<int64_t> ids = detection_images(coco);
-  REQUIRE(ids.size() == kImages);
-  write_subset(coco, ids, dir.file("subset.json"));
-  const std::string yaml =
-      write_subset_descriptor(dir, "data/coco-mini.yaml", *root, dir.file("subset.json"));
-  constexpr int64_t kSteps = 300;
-  const TrainSummary s =
-      train_and_check_val_losses(overfit_overrides(dir, yaml, "models/yolo26.yaml", kSteps));
-  CHECK(s.optimizer_steps == kSteps);
+  const TrainSummary s = overfit(dir, *root, "instances_train.json", "data/coco-mini.yaml",
+                                 "models/yolo26.yaml", detection_images, 300);
   REQUIRE(s.box_stats.size() == 12);
   INFO("box stats: " << stats_text(s.box_stats));
   CHECK(s.box_stats[1] >= 0.9);  // AP50, the bar
 }
 
+// NOT YET PASSING: at 300 steps (44 min wall on the shared 2-core CPU, 11 min of CPU time) the
+// final validation gave keypoint AP50 0.364 (box AP50 0.827); the step count or recipe that
+// reaches 0.8 has not been found yet. The validation-loss checks pass.
 TEST_CASE("yolo26n-pose memorises 8 coco-mini images: keypoint AP50 >= 0.8", "[slow][train]") {
   const auto root = detrain::test::shared_data_or_skip("coco-mini");
   if (!root) return;
   TempDir dir;
-  const json coco = read_json(*root + "/annotations/person_keypoints_train.json");
-  const std::set<int64_t> ids = pose_images(coco);
-  REQUIRE(ids.size() == kImages);
-  write_subset(coco, ids, dir.file("subset.json"));
-  const std::string yaml =
-      write_subset_descriptor(dir, "data/coco-mini-pose.yaml", *root, dir.file("subset.json"));
-  constexpr int64_t kSteps = 300;
   const TrainSummary s =
-      train_and_check_val_losses(overfit_overrides(dir, yaml, "models/yolo26-pose.yaml", kSteps));
-  CHECK(s.optimizer_steps == kSteps);
+      overfit(dir, *root, "person_keypoints_train.json", "data/coco-mini-pose.yaml",
+              "models/yolo26-pose.yaml", pose_images, 300);
   REQUIRE(s.keypoint_stats.size() == 10);
-  INFO("box stats: " << stats_text(s.box_stats));
   INFO("keypoint stats: " << stats_text(s.keypoint_stats));
   CHECK(s.keypoint_stats[1] >= 0.8);  // keypoint AP50, the bar
 }
