@@ -57,7 +57,8 @@ Validator& Validator::operator=(Validator&&) noexcept = default;
 
 ValidationResult Validator::run(model::YoloModelImpl& model,
                                 const std::function<std::optional<ValBatch>()>& next_batch,
-                                const BatchObserver& observer) const {
+                                const BatchObserver& observer,
+                                const RawOutputObserver& raw_observer) const {
   torch::NoGradGuard no_grad;
   model.eval();
   const auto& o = options_;
@@ -68,9 +69,12 @@ ValidationResult Validator::run(model::YoloModelImpl& model,
   int64_t batch_index = 0;
   while (std::optional<ValBatch> batch = next_batch()) {
     Stopwatch inference;
+    model::TrainOutput raw;
     const std::vector<ImageDetections> per_image =
-        detect_batch(model, batch->images, o.nms, o.bf16, o.device);
+        detect_batch(model, batch->images, o.nms, o.bf16, o.device, raw_observer ? &raw : nullptr);
     result.inference_s += inference.seconds();
+    if (raw_observer)
+      raw_observer(batch_index, raw, {batch->images.size(2), batch->images.size(3)});
     Stopwatch post;
     TORCH_CHECK(per_image.size() == batch->frames.size(), "validation batch of ",
                 batch->frames.size(), " frames gave ", per_image.size(), " detection sets");
@@ -97,7 +101,7 @@ ValidationResult Validator::run(model::YoloModelImpl& model,
 
 std::vector<ImageDetections> detect_batch(model::YoloModelImpl& model, const torch::Tensor& images,
                                           const NmsOptions& nms, bool bf16,
-                                          const torch::Device& device) {
+                                          const torch::Device& device, model::TrainOutput* raw) {
   torch::NoGradGuard no_grad;
   const torch::Tensor input =  // [B, 3, H, W] float in [0, 1]
       images.to(device, /*non_blocking=*/true).to(torch::kFloat).div_(255.0);
@@ -107,6 +111,7 @@ std::vector<ImageDetections> detect_batch(model::YoloModelImpl& model, const tor
     if (bf16) autocast.emplace(device.type(), torch::kBFloat16);
     out = model.forward_eval(input, nms.max_det);
   }
+  if (raw) *raw = out.raw;
   if (model.arch().end2end)
     return end2end_postprocess(out.detections.to(torch::kFloat).cpu(), nms.conf, nms.max_det);
   return nms_postprocess(out.decoded.to(torch::kFloat), model.arch().nc, nms);

@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 
 #include "eval/coco_eval.h"
 #include "eval/postprocess.h"
+#include "model/heads.h"
 
 namespace detrain::model {
 class YoloModelImpl;
@@ -49,6 +51,8 @@ struct ValidationResult {
   double inference_s = 0;    // forward pass and NMS / top-k
   double postprocess_s = 0;  // back to original pixels and COCO records
   double evaluate_s = 0;
+  std::vector<double> losses;  // [n] loss items averaged over batches (empty unless asked for)
+  double loss_s = 0;           // computing `losses`
 
   // 0.9 AP + 0.1 AP50 of boxes, plus the same of keypoints for pose models.
   double fitness() const;
@@ -56,14 +60,22 @@ struct ValidationResult {
 
 // One batch through the model and the postprocess: images [B, 3, H, W] uint8 RGB ->
 // detections per image in network-input pixels (one-to-one top-k for end-to-end models, NMS
-// otherwise). The model must be in eval mode.
+// otherwise). The model must be in eval mode. `raw`, when given, receives the head's raw branch
+// outputs of the same forward pass (what validation losses are computed from).
 std::vector<ImageDetections> detect_batch(model::YoloModelImpl& model, const torch::Tensor& images,
                                           const NmsOptions& nms, bool bf16,
-                                          const torch::Device& device);
+                                          const torch::Device& device,
+                                          model::TrainOutput* raw = nullptr);
 
 // Called per batch with the detections in network-input pixels (for val_pred*.jpg plots).
 using BatchObserver =
     std::function<void(int64_t batch_index, const ValBatch&, const std::vector<ImageDetections>&)>;
+
+// Called per batch, after the forward pass and outside autocast, with the head's raw branch
+// outputs (eval mode, no sigma heads) and the input's (height, width) in pixels: the reference
+// computes its validation losses from exactly these.
+using RawOutputObserver = std::function<void(int64_t batch_index, const model::TrainOutput& raw,
+                                             std::array<int64_t, 2> imgsz_hw)>;
 
 class Validator {
  public:
@@ -80,7 +92,8 @@ class Validator {
   // `next_batch` yields until it returns nullopt.
   ValidationResult run(model::YoloModelImpl& model,
                        const std::function<std::optional<ValBatch>()>& next_batch,
-                       const BatchObserver& observer = {}) const;
+                       const BatchObserver& observer = {},
+                       const RawOutputObserver& raw_observer = {}) const;
 
   const ValidationOptions& options() const { return options_; }
 

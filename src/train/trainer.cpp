@@ -64,15 +64,6 @@ model::TrainOutput to_float(const model::TrainOutput& out) {
   return r;
 }
 
-loss::Targets targets_of(const data::Batch& batch, const torch::Device& device) {
-  loss::Targets t;
-  t.batch_idx = batch.batch_idx.to(device);
-  t.cls = batch.cls.to(device);
-  t.boxes_xywhn = batch.boxes_xywhn.to(device);
-  if (batch.keypoints.defined()) t.keypoints = batch.keypoints.to(device);
-  return t;
-}
-
 void log_record_stats(const std::string& split, const data::RecordStats& s) {
   spdlog::info(
       "{}: {} images ({} backgrounds), {} crowd regions kept apart, {} boxes clipped, "
@@ -495,7 +486,7 @@ bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl* jsonl) {
       out = model->forward_train(images);
     }
     const loss::LossResult l =
-        (*criterion)(to_float(out), targets_of(*batch, device), {images.size(2), images.size(3)});
+        (*criterion)(to_float(out), loss_targets(*batch, device), {images.size(2), images.size(3)});
     bool good = all_finite(l.total);
     // A step is skipped on every rank when it is not finite on one.
     if (dist) good = !dist->any(!good, "the finite-loss check");
@@ -619,7 +610,8 @@ void Trainer::validate_and_record(double epoch_seconds) {
         save_val_prediction_plot(b, dets, dataset,
                                  paths.file("val_pred" + std::to_string(index) + ".jpg"));
     };
-    v = validation->run(dynamic_cast<model::YoloModelImpl&>(ema->module()), observer);
+    v = validation->run(dynamic_cast<model::YoloModelImpl&>(ema->module()), observer,
+                        criterion.get());
     std::cout << eval::stats_table(*v) << std::flush;
     if (x.val.save_json) eval::write_predictions_json(paths.file("predictions.json"), v->records);
   }
@@ -633,7 +625,8 @@ void Trainer::validate_and_record(double epoch_seconds) {
   };
   add_metrics(v ? &v->box : nullptr);
   if (model->head()->options().pose()) add_metrics(v && v->keypoints ? &*v->keypoints : nullptr);
-  for (size_t i = 0; i < criterion->names().size(); ++i) row.push_back(std::nan(""));
+  for (size_t i = 0; i < criterion->names().size(); ++i)
+    row.push_back(v && i < v->losses.size() ? v->losses[i] : std::nan(""));
   for (size_t g = 0; g < optimizer->num_groups(); ++g) row.push_back(optimizer->lr(g));
   results->append(row);
   history.push_back(row);

@@ -1,15 +1,18 @@
 // See validation_run.h.
 #include "train/validation_run.h"
 
+#include "common/timer.h"
 #include "data/coco_records.h"
 #include "eval/coco_json.h"
+#include "loss/criterion.h"
 #include "model/yolo_model.h"
 
 namespace detrain::train {
 
 ValidationRun::ValidationRun(const config::Experiment& x, const data::DatasetInfo& dataset,
                              const std::string& split, const model::YoloModelImpl& model,
-                             const torch::Device& device, bool bf16) {
+                             const torch::Device& device, bool bf16)
+    : device_(device) {
   records_ = data::load_records(dataset, split, data::RecordOptions::from(x.data, false)).images;
   data::LoaderOptions lo =
       data::LoaderOptions::from(x.data, static_cast<uint64_t>(x.runtime.seed), /*train=*/false);
@@ -31,16 +34,44 @@ ValidationRun::ValidationRun(const config::Experiment& x, const data::DatasetInf
 }
 
 eval::ValidationResult ValidationRun::run(model::YoloModelImpl& model,
-                                          const eval::BatchObserver& observer) {
+                                          const eval::BatchObserver& observer,
+                                          const loss::Criterion* criterion) {
   loader_->start_epoch(0, 0);
-  return validator_->run(
+  std::optional<data::Batch> current;  // the batch whose outputs the raw observer sees
+  torch::Tensor loss_sum;              // [n] float64 sum of the batches' items
+  int64_t loss_batches = 0;
+  double loss_s = 0;
+  eval::RawOutputObserver on_raw;
+  if (criterion)
+    on_raw = [&](int64_t, const model::TrainOutput& raw, std::array<int64_t, 2> imgsz_hw) {
+      Stopwatch clock;
+      const loss::LossResult l = (*criterion)(raw, loss_targets(*current, device_), imgsz_hw);
+      const torch::Tensor items = l.items.to(torch::kCPU, torch::kDouble);  // [n]
+      loss_sum = loss_sum.defined() ? loss_sum + items : items;
+      ++loss_batches;
+      loss_s += clock.seconds();
+    };
+  eval::ValidationResult result = validator_->run(
       model,
       [&]() -> std::optional<eval::ValBatch> {
-        std::optional<data::Batch> b = loader_->next();
-        if (!b) return std::nullopt;
-        return eval::ValBatch{b->images, b->frames};
+        current = loader_->next();
+        if (!current) return std::nullopt;
+        return eval::ValBatch{current->images, current->frames};
       },
-      observer);
+      observer, on_raw);
+  for (int64_t i = 0; loss_batches > 0 && i < loss_sum.size(0); ++i)
+    result.losses.push_back(loss_sum[i].item<double>() / static_cast<double>(loss_batches));
+  result.loss_s = loss_s;
+  return result;
+}
+
+loss::Targets loss_targets(const data::Batch& batch, const torch::Device& device) {
+  loss::Targets t;
+  t.batch_idx = batch.batch_idx.to(device);
+  t.cls = batch.cls.to(device);
+  t.boxes_xywhn = batch.boxes_xywhn.to(device);
+  if (batch.keypoints.defined()) t.keypoints = batch.keypoints.to(device);
+  return t;
 }
 
 }  // namespace detrain::train

@@ -1,7 +1,8 @@
 // Validation as the trainer and `detrain val` run it: the split's records in letterboxed rect
 // batches, its annotation file as ground truth (boxes, and keypoints for pose), and the
 // validator configured from `val.*`. One definition, so `detrain val` on a checkpoint gives the
-// trainer's numbers.
+// trainer's numbers. Validation losses are the reference's: the training criterion on each val
+// batch's targets and the eval-mode head outputs, averaged over batches.
 #pragma once
 
 #include <memory>
@@ -17,6 +18,10 @@
 namespace detrain::model {
 class YoloModelImpl;
 }
+namespace detrain::loss {
+class Criterion;
+struct Targets;
+}  // namespace detrain::loss
 
 namespace detrain::train {
 
@@ -30,8 +35,10 @@ class ValidationRun {
   ValidationRun(const ValidationRun&) = delete;
   ValidationRun& operator=(const ValidationRun&) = delete;
 
-  // One pass over the split.
-  eval::ValidationResult run(model::YoloModelImpl& model, const eval::BatchObserver& observer = {});
+  // One pass over the split. With `criterion`, the result's `losses` hold its items (in its
+  // names() order) averaged over the batches.
+  eval::ValidationResult run(model::YoloModelImpl& model, const eval::BatchObserver& observer = {},
+                             const loss::Criterion* criterion = nullptr);
 
   int64_t images() const { return static_cast<int64_t>(records_.size()); }
 
@@ -40,6 +47,10 @@ class ValidationRun {
   std::unique_ptr<data::Loader> loader_;
   eval::CocoGroundTruth gt_;
   std::unique_ptr<eval::Validator> validator_;
+  torch::Device device_;
 };
+
+// A loader batch's ground truth as the criterion takes it, on `device`.
+loss::Targets loss_targets(const data::Batch& batch, const torch::Device& device);
 
 }  // namespace detrain::train

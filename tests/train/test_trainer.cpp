@@ -107,6 +107,11 @@ TEST_CASE("a short run writes its run directory and validates with COCO metrics"
   CHECK(table.rows.size() == 2);
   CHECK(table.column("metrics/mAP50-95(B)") >= 0);
   CHECK(table.column("lr/pg7") >= 0);  // MuSGD's eight groups
+  for (const char* name : {"val/box_loss", "val/cls_loss", "val/l1_loss"}) {
+    REQUIRE(table.column(name) >= 0);
+    for (double v : table.series(name))
+      CHECK((std::isfinite(v) && v > 0));  // every epoch validates
+  }
   const Checkpoint last = load_checkpoint(p.last_ckpt);
   CHECK(last.position.finished);
   CHECK(last.position.optimizer_steps == 4);
