@@ -112,8 +112,7 @@ StepResult measure(const StepArgs& a, const std::string& precision, int64_t npro
     run_dir = train::run_training(request).run_dir;
   }
   const train::Precision runs_as = train::effective_precision(
-      train::parse_precision(precision),
-      compat::parse_device(resolved.experiment.runtime.device));
+      train::parse_precision(precision), compat::parse_device(resolved.experiment.runtime.device));
 
   std::vector<double> ms;
   double wait_ms = 0, total_ms = 0;
@@ -167,9 +166,9 @@ int run_step(const StepArgs& a) {
     rows.push_back({r.precision, r.runs_as, std::to_string(r.nproc), fixed(r.median_ms, 1),
                     fixed(r.min_ms, 1), fixed(r.max_ms, 1), fixed(100 * r.data_wait_share, 1),
                     fixed(r.images_per_s, 2)});
-  std::cout << format_table({"precision", "runs as", "ranks", "median ms", "min ms", "max ms",
-                             "data wait %", "img/s"},
-                            rows);
+  std::cout << format_table(
+      {"precision", "runs as", "ranks", "median ms", "min ms", "max ms", "data wait %", "img/s"},
+      rows);
   return 0;
 }
 
