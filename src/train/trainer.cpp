@@ -610,8 +610,11 @@ void Trainer::validate_and_record(double epoch_seconds) {
         save_val_prediction_plot(b, dets, dataset,
                                  paths.file("val_pred" + std::to_string(index) + ".jpg"));
     };
+    // Rank 0 validates alone: its validation losses use local normalisers, not a collective.
+    criterion->set_replicas({});
     v = validation->run(dynamic_cast<model::YoloModelImpl&>(ema->module()), observer,
                         criterion.get());
+    if (replicas) criterion->set_replicas(*replicas);
     std::cout << eval::stats_table(*v) << std::flush;
     if (x.val.save_json) eval::write_predictions_json(paths.file("predictions.json"), v->records);
   }
