@@ -69,11 +69,13 @@ std::string shell_quote(const std::string& s) {
 // N ranks: `detrain train --nproc N` in a child process (the launcher needs a process of its
 // own); rank 0 writes the metrics read below.
 void run_ranks(const StepArgs& a, int64_t nproc, const std::vector<std::string>& overrides) {
-  std::string command = "/proc/self/exe --quiet train --nproc " + std::to_string(nproc) +
+  // The shell that runs the command has its own /proc/self/exe: resolve ours first.
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  std::string command = shell_quote(self) + " --quiet train --nproc " + std::to_string(nproc) +
                         " --max-iterations " + std::to_string(a.warmup + a.steps);
   if (!a.config.config_file.empty()) command += " --config " + shell_quote(a.config.config_file);
   for (const auto& o : overrides) command += " " + shell_quote(o);
-  command += " > /dev/null";
+  command += " > /dev/null 2>&1";
   const int status = std::system(command.c_str());
   // 130: stopped after --max-iterations with a resumable checkpoint, as asked.
   if (!WIFEXITED(status) || (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 130))

@@ -19,6 +19,7 @@
 #include "test_support.h"
 #include "train/checkpoint.h"
 #include "train/distributed.h"
+#include "train/train_fixtures.h"
 
 using namespace detrain;
 using namespace detrain::train;
@@ -45,17 +46,8 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
-data::SynthSummary tiny_synth(const TempDir& dir) {
-  data::SynthOptions o;
-  o.seed = 11;
-  o.train_images = 16;  // divisible by 2 ranks x 2: no padded samples, so 2 ranks == 1 process
-  o.val_images = 8;
-  o.min_side = 96;
-  o.max_side = 128;
-  o.max_objects = 3;
-  return data::write_synth_dataset(dir.file("synth"), o);
-}
-
+// On tiny_synth's 16 train images: 2 ranks x 2 divide them evenly (no padded samples), so 2
+// ranks see exactly one process's batches.
 std::string tiny_args(const TempDir& dir, const std::string& dataset, const std::string& name) {
   return "data.dataset=" + dataset +
          " data.imgsz=64 data.batch=4 data.workers=1 train.epochs=2 train.warmup_epochs=0"

@@ -15,26 +15,16 @@
 #include "train/checkpoint.h"
 #include "train/metrics_log.h"
 #include "train/run_dir.h"
+#include "train/train_fixtures.h"
 #include "train/trainer.h"
 
 using namespace detrain;
 using namespace detrain::train;
 using detrain::test::TempDir;
+using detrain::test::tiny_synth;
 namespace fs = std::filesystem;
 
 namespace {
-
-// 16 train / 8 val images of 96-128 px: two batches of 8 per epoch at 64 px.
-data::SynthSummary tiny_synth(const TempDir& dir) {
-  data::SynthOptions o;
-  o.seed = 11;
-  o.train_images = 16;
-  o.val_images = 8;
-  o.min_side = 96;
-  o.max_side = 128;
-  o.max_objects = 3;
-  return data::write_synth_dataset(dir.file("synth"), o);
-}
 
 std::vector<std::string> tiny_overrides(const TempDir& dir, const std::string& dataset,
                                         const std::string& name) {

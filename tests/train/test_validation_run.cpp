@@ -13,24 +13,14 @@
 #include "loss/criterion.h"
 #include "model/yolo_model.h"
 #include "test_support.h"
+#include "train/train_fixtures.h"
 #include "train/validation_run.h"
 
 using namespace detrain;
 using detrain::test::TempDir;
+using detrain::test::tiny_synth;
 
 namespace {
-
-// 8 val images of 96-128 px with up to 3 objects: two val batches of 4 at 64 px.
-data::SynthSummary small_synth(const TempDir& dir) {
-  data::SynthOptions o;
-  o.seed = 5;
-  o.train_images = 4;
-  o.val_images = 8;
-  o.min_side = 96;
-  o.max_side = 128;
-  o.max_objects = 3;
-  return data::write_synth_dataset(dir.file("synth"), o);
-}
 
 // The items averaged over the val batches, each computed by a direct criterion call on the
 // eval-mode forward of the same loader batch.
@@ -110,14 +100,14 @@ void check_matches_direct(Setup& s) {
 TEST_CASE("validation losses are the batch mean of direct criterion calls (detect)",
           "[unit][train]") {
   TempDir dir;
-  const auto synth = small_synth(dir);
+  const auto synth = tiny_synth(dir, 5, 4, 8);
   Setup s = make_setup(synth.detect_yaml, "models/yolo26.yaml");
   check_matches_direct(s);
 }
 
 TEST_CASE("validation losses of a pose model match direct calls and have RLE 0", "[unit][train]") {
   TempDir dir;
-  const auto synth = small_synth(dir);
+  const auto synth = tiny_synth(dir, 5, 4, 8);
   Setup s = make_setup(synth.pose_yaml, "models/yolo26-pose.yaml");
   check_matches_direct(s);
   train::ValidationRun run(s.resolved.experiment, s.dataset, "val", *s.model, torch::kCPU, false);
