@@ -361,7 +361,9 @@ Replicas Distributed::replicas() {
   Replicas r;
   r.world_size = env_.world_size;
   r.rank = env_.rank;
-  r.sum = [this](const torch::Tensor& t) { return sum(t, "batch statistics"); };
+  r.sum = [this](const torch::Tensor& t) {
+    return sum(t, "a batch-statistics sum (sync BN or loss normaliser)");
+  };
   return r;
 }
 

@@ -212,6 +212,8 @@ struct Trainer {
   std::unique_ptr<Distributed> dist;         // null for a single process
   std::shared_ptr<const Replicas> replicas;  // sums over the ranks (sync BN, loss normalisers)
   std::pair<int64_t, int64_t> fault_kill{-1, -1};
+  std::chrono::milliseconds dist_timeout{0};  // train.dist_timeout_s
+  int64_t dist_bucket_bytes = 0;              // train.dist_bucket_mb
   bool main_rank() const { return !dist || dist->is_main(); }
 
   Trainer(const TrainRequest& r) : request(r), resolved(r.config), x(resolved.experiment) {}
@@ -265,9 +267,9 @@ void Trainer::setup() {
           fmt::format("data.batch={} is the global batch and must divide evenly "
                       "over {} ranks; use a multiple of {}",
                       x.data.batch, dist_env.world_size, dist_env.world_size));
-    dist = std::make_unique<Distributed>(
-        dist_env, device,
-        std::chrono::milliseconds(static_cast<int64_t>(x.train.dist_timeout_s * 1000)));
+    dist_timeout = std::chrono::milliseconds(static_cast<int64_t>(x.train.dist_timeout_s * 1000));
+    dist_bucket_bytes = static_cast<int64_t>(x.train.dist_bucket_mb * 1024 * 1024);
+    dist = std::make_unique<Distributed>(dist_env, device, dist_timeout);
     replicas = std::make_shared<const Replicas>(dist->replicas());
     spdlog::info("distributed: rank {} of {} (local {} of {}, {}), store {}:{}", dist_env.rank,
                  dist_env.world_size, dist_env.local_rank, dist_env.local_world_size,
@@ -495,9 +497,7 @@ bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl* jsonl) {
 
     if (good &&
         optim::TrainSchedule::optimizer_step_due(ni, position.last_step_ni, hyper.accumulate)) {
-      if (dist)
-        dist->average_gradients(trainable,
-                                static_cast<int64_t>(x.train.dist_bucket_mb * 1024 * 1024));
+      if (dist) dist->average_gradients(trainable, dist_bucket_bytes);
       const GradNorm gn = clip_grad_norm(trainable, x.train.clip_grad_norm);
       if (gn.finite) {
         optimizer->step();
@@ -589,8 +589,7 @@ void Trainer::finish_epoch(double epoch_seconds) {
     return;
   }
   advance_epoch();
-  dist->wait_for(key,
-                 std::chrono::milliseconds(static_cast<int64_t>(x.train.dist_timeout_s * 1000)));
+  dist->wait_for(key, dist_timeout);
 }
 
 void Trainer::validate_and_record(double epoch_seconds) {
@@ -691,9 +690,7 @@ TrainSummary Trainer::run() {
     Stopwatch epoch_clock;
     if (!train_epoch(progress, jsonl.get())) {
       // Mid-accumulation gradients differ per rank; their mean continues the same sums.
-      if (dist)
-        dist->average_gradients(trainable,
-                                static_cast<int64_t>(x.train.dist_bucket_mb * 1024 * 1024));
+      if (dist) dist->average_gradients(trainable, dist_bucket_bytes);
       if (main_rank()) save(paths.last_ckpt);
       if (dist) dist->barrier("the stop checkpoint");
       summary.interrupted = true;
