@@ -10,6 +10,7 @@ struct ValOptions {
   double iou = 0.7;
   int64_t max_det = 300;
   std::string split = "val";
+  bool rect = true;
   int64_t batch = 0;
   bool save_json = true;
   bool multi_label = true;
@@ -22,6 +23,9 @@ struct ValOptions {
     v("iou", iou, "NMS IoU threshold", Constraint::range(0, 1));
     v("max_det", max_det, "detections kept per image", Constraint::range(1, 100000));
     v("split", split, "data-set split to validate on", Constraint::one_of({"val", "train"}));
+    v("rect", rect,
+      "rect batches padded by half a stride (the reference); false: every image letterboxed "
+      "to the square imgsz, the geometry training sees without mosaic");
     v("batch", batch, "validation batch size; 0 means twice data.batch",
       Constraint::range(0, 8192));
     v("save_json", save_json, "write predictions.json (COCO results format)");

@@ -99,7 +99,9 @@ Loader::Loader(const DatasetInfo& info, std::vector<ImageRecord> records,
   source_ = std::make_unique<ImageSource>(records_, info_.kpt_count, options_.imgsz,
                                           !options_.train, cache_.get());
   if (!options_.train)
-    rect_ = plan_rect_batches(records_, options_.batch, options_.imgsz, options_.stride);
+    rect_ = options_.rect
+                ? plan_rect_batches(records_, options_.batch, options_.imgsz, options_.stride)
+                : plan_square_batches(records_.size(), options_.batch, options_.imgsz);
   for (int64_t i = 0; i < options_.workers; ++i) threads_.emplace_back([this] { worker_loop(); });
 }
 

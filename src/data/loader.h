@@ -40,6 +40,7 @@ struct LoaderOptions {
   bool cache_ram = false;   // keep every decoded image (after a memory check)
   bool pin_memory = false;  // page-locked images for non-blocking CUDA copies
   int stride = 32;          // val rect shapes are multiples of this
+  bool rect = true;         // val: rect batches; false: square imgsz batches in record order
 
   // batch / workers / prefetch / imgsz / cache from data.*; val batches are twice data.batch.
   static LoaderOptions from(const config::DataOptions& data, uint64_t seed, bool train);

@@ -199,4 +199,13 @@ RectBatches plan_rect_batches(const std::vector<ImageRecord>& records, int64_t b
   return plan;
 }
 
+RectBatches plan_square_batches(size_t records, int64_t batch, int imgsz) {
+  RectBatches plan;
+  plan.order.resize(records);
+  std::iota(plan.order.begin(), plan.order.end(), 0);
+  const auto b = static_cast<size_t>(batch);
+  for (size_t start = 0; start < records; start += b) plan.shapes_hw.push_back({imgsz, imgsz});
+  return plan;
+}
+
 }  // namespace detrain::data

@@ -81,4 +81,8 @@ struct RectBatches {
 RectBatches plan_rect_batches(const std::vector<ImageRecord>& records, int64_t batch, int imgsz,
                               int stride = 32, double pad = 0.5);
 
+// Square batches (`val.rect=false`): records in their order, every input imgsz x imgsz with no
+// extra padding, so an image lands where the non-mosaic training letterbox puts it.
+RectBatches plan_square_batches(size_t records, int64_t batch, int imgsz);
+
 }  // namespace detrain::data

@@ -18,6 +18,7 @@ ValidationRun::ValidationRun(const config::Experiment& x, const data::DatasetInf
       data::LoaderOptions::from(x.data, static_cast<uint64_t>(x.runtime.seed), /*train=*/false);
   if (x.val.batch > 0) lo.batch = x.val.batch;
   lo.stride = static_cast<int>(model.max_stride());
+  lo.rect = x.val.rect;
   lo.pin_memory = device.is_cuda();
   loader_ = std::make_unique<data::Loader>(dataset, records_, x.augment, lo);
 

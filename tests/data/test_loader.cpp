@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "common/errors.h"
@@ -146,6 +147,43 @@ TEST_CASE("ranks see disjoint shards of the shuffled order", "[unit][data][loade
   }
   CHECK(seen.size() == records.size());
   CHECK(std::set<std::string>(seen.begin(), seen.end()).size() == records.size());
+}
+
+// val.rect=false: square imgsz batches in record order whose pixels are the training chain's
+// without augmentation (mosaic, warp, HSV and flip all off) up to the resize filter: the
+// geometry an overfit check needs.
+TEST_CASE("square val batches reproduce the un-augmented training letterbox",
+          "[unit][data][loader]") {
+  Fixture f;
+  const auto records = load_records(f.detect, "val").images;
+  auto val_options = small(false, 1, 4);
+  val_options.rect = false;
+  Loader val(f.detect, records, config::AugmentOptions{}, val_options);
+  config::AugmentOptions off;
+  off.mosaic = off.hsv_h = off.hsv_s = off.hsv_v = off.translate = off.scale = off.fliplr = 0;
+  Loader train(f.detect, records, off, small(true, 1, 4));
+  std::map<std::string, torch::Tensor> train_pixels;
+  for (const auto& b : epoch_batches(train, 0))
+    for (size_t j = 0; j < b.files.size(); ++j) train_pixels[b.files[j]] = b.images[int64_t(j)];
+  size_t position = 0;
+  for (const auto& b : epoch_batches(val, 0)) {
+    CHECK(b.images.size(2) == 128);
+    CHECK(b.images.size(3) == 128);
+    for (size_t j = 0; j < b.files.size(); ++j, ++position) {
+      CHECK(b.files[j] == records[position].file);  // record order, not sorted by ratio
+      const auto diff =
+          (b.images[int64_t(j)].to(torch::kFloat) - train_pixels.at(b.files[j]).to(torch::kFloat))
+              .abs();
+      // Same placement; the pixels differ only by the resize filter (the reference shrinks val
+      // images with INTER_AREA and training ones with INTER_LINEAR), a few levels at edges.
+      // A one-pixel shift of a shape's edge would give differences near 255.
+      INFO(b.files[j] << ": max |val - train| " << diff.max().item<float>() << ", mean "
+                      << diff.mean().item<float>());
+      CHECK(diff.max().item<float>() <= 8);
+      CHECK(diff.mean().item<float>() < 0.5);
+    }
+  }
+  CHECK(position == records.size());
 }
 
 TEST_CASE("val batches are rect letterboxes with frames that map back", "[unit][data][loader]") {
