@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "common/errors.h"
 #include "common/log.h"
+#include "common/malloc_tuning.h"
 #include "common/openmp_wait.h"
 #include "common/runtime.h"
 
@@ -26,6 +27,7 @@ int fail(detrain::ExitCode code, const std::string& message) {
 int main(int argc, char** argv) {
   using namespace detrain;
   reexec_with_passive_openmp_wait(argc > 1 ? argv[1] : nullptr, argv);
+  keep_freed_memory_for_reuse();
   CLI::App app{"detrain: train and evaluate YOLO detectors and pose models", "detrain"};
   app.require_subcommand(1);
   app.fallthrough();
