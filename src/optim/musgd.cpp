@@ -87,6 +87,11 @@ void MuSGD::build_buckets() {
       buckets_.push_back(std::move(bucket));
     }
   }
+  std::vector<std::vector<int64_t>> stacks;
+  for (const auto& bucket : buckets_)
+    stacks.push_back({bucket.grads.size(0), bucket.grads.size(1),
+                      bucket.grads[0].numel() / bucket.grads.size(1)});
+  plan_ = NewtonSchulzPlan(std::move(stacks), settings_.ns_dtype);
 }
 
 // Moves the members' parameters, gradients and momentum buffers into [k, ...] tensors and makes
@@ -149,16 +154,18 @@ bool MuSGD::gather_grads(Bucket& bucket) {
 
 void MuSGD::step() {
   torch::NoGradGuard no_grad;
-  std::vector<bool> stepped(buckets_.size(), false);
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    auto& bucket = buckets_[b];
-    if (!gather_grads(bucket)) continue;
-    step_bucket(groups_[bucket.group].options, bucket);
-    stepped[b] = true;
-  }
+  // Every bucket's Muon update first, so that one plan run orthogonalises all of them together.
+  std::vector<torch::Tensor> updates(buckets_.size());  // [k, rows, rest] per bucket
+  for (size_t b = 0; b < buckets_.size(); ++b)
+    if (gather_grads(buckets_[b]))
+      updates[b] = muon_momentum(groups_[buckets_[b].group].options, buckets_[b]);
+  auto orthos = plan_.run(updates);
+  for (size_t b = 0; b < buckets_.size(); ++b)
+    if (updates[b].defined())
+      step_bucket(groups_[buckets_[b].group].options, buckets_[b], std::move(orthos[b]));
   for (auto& group : groups_) {
     for (auto& slot : group.slots) {
-      if (slot.bucket >= 0 && stepped[slot.bucket]) continue;
+      if (slot.bucket >= 0 && updates[slot.bucket].defined()) continue;
       if (!slot.param.grad().defined()) continue;
       if (slot.muon)
         step_matrix(group.options, slot);
@@ -182,17 +189,23 @@ void MuSGD::step_matrix(const MuSGDOptions& o, Slot& slot) {
   p.add_(v, -(o.lr * o.w_sgd));
 }
 
-// step_matrix on a [k, ...] stack: one batched Newton-Schulz and one op per formula term.
-void MuSGD::step_bucket(const MuSGDOptions& o, Bucket& bucket) {
+// The Muon momentum of step_matrix on a [k, ...] stack: the buffer's lerp in place and the
+// update to orthogonalise, as [k, rows, rest].
+torch::Tensor MuSGD::muon_momentum(const MuSGDOptions& o, Bucket& bucket) {
   const auto& grad = bucket.grads;  // [k, ...shape]
-  const int64_t k = grad.size(0), rows = grad.size(1);
   bucket.muon_buffer.lerp_(grad, 1.0 - o.momentum);
   const auto update = o.nesterov ? grad.lerp(bucket.muon_buffer, o.momentum) : bucket.muon_buffer;
-  auto ortho = newton_schulz_batched(update.view({k, rows, -1}), settings_.ns_dtype);  // [k, r, c]
+  return update.view({grad.size(0), grad.size(1), -1});
+}
+
+// The rest of step_matrix on a [k, ...] stack, given the orthogonalised update [k, r, c]: one
+// op per formula term.
+void MuSGD::step_bucket(const MuSGDOptions& o, Bucket& bucket, torch::Tensor ortho) {
+  const auto& grad = bucket.grads;  // [k, ...shape]
   const double scale = muon_scale(grad.sizes().slice(1));
   if (scale != 1.0) ortho.mul_(scale);
   auto& p = bucket.params;
-  p.view({k, rows, -1}).add_(ortho, -(o.lr * o.w_muon));
+  p.view(ortho.sizes()).add_(ortho, -(o.lr * o.w_muon));
   const auto g = o.weight_decay != 0 ? grad.add(p, o.weight_decay) : grad;
   bucket.sgd_buffer.mul_(o.momentum).add_(g);
   const auto v = o.nesterov ? g.add(bucket.sgd_buffer, o.momentum) : bucket.sgd_buffer;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "optim/newton_schulz.h"
 #include "optim/optimizer.h"
 
 namespace detrain::optim {
@@ -113,11 +114,13 @@ class MuSGD : public GroupedOptimizer<MuSGDGroupState> {
   void build_buckets();
   void link(Bucket& bucket);
   bool gather_grads(Bucket& bucket);
-  void step_bucket(const MuSGDOptions& o, Bucket& bucket);
+  torch::Tensor muon_momentum(const MuSGDOptions& o, Bucket& bucket);
+  void step_bucket(const MuSGDOptions& o, Bucket& bucket, torch::Tensor ortho);
   void step_matrix(const MuSGDOptions& o, Slot& slot);
   static void step_vector(const MuSGDOptions& o, Slot& slot);
 
   std::vector<Bucket> buckets_;
+  NewtonSchulzPlan plan_{{}, torch::kFloat};  // one [k, rows, rest] stack per bucket
   std::vector<MatrixKey> keys_;
   MuSGDSettings settings_;
 };
