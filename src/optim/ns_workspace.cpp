@@ -5,6 +5,10 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -17,33 +21,66 @@ namespace detrain::optim {
 namespace {
 
 // fp32 -> nearest-even bf16, kept in fp32 storage (c10::BFloat16's rounding; a NaN becomes the
-// quiet NaN 0x7FC0). Branch-free so that the passes below vectorise.
+// quiet NaN 0x7FC0).
 inline float round_bf16(float f) {
   uint32_t bits = 0;
   std::memcpy(&bits, &f, sizeof bits);
-  const uint32_t nan = 0u - static_cast<uint32_t>(f != f);  // all ones for a NaN
-  bits = (((bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u) & ~nan) | (0x7FC00000u & nan);
+  bits = f != f ? 0x7FC00000u : (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
   float out = 0;
   std::memcpy(&out, &bits, sizeof out);
   return out;
 }
 
-struct Identity {
-  float operator()(float f) const { return f; }
-};
-struct RoundBf16 {
-  float operator()(float f) const { return round_bf16(f); }
+// Lanes of 1 float: the portable fallback, and fp32 mode (no rounding).
+template <bool kRound>
+struct ScalarLanes {
+  using V = float;
+  static constexpr int64_t kWidth = 1;
+  static V load(const float* p) { return *p; }
+  static void store(float* p, V v) { *p = v; }
+  static V set(float f) { return f; }
+  static V mul(V a, V b) { return a * b; }
+  static V add(V a, V b) { return a + b; }
+  static V round(V v) { return kRound ? round_bf16(v) : v; }
 };
 
-// Calls f(i) for i in [0, n) in fixed blocks: GCC's -O2 cost model vectorises a loop only
-// when its trip count needs no epilogue, which the constant inner count gives it.
-template <class F>
-void for_each_index(int64_t n, F f) {
-  constexpr int64_t kBlock = 16;
+#if defined(__SSE2__)
+// 4 lanes with SSE2 (every x86-64): GCC's -O2 does not vectorise the scalar rounding, which
+// made the bf16 passes cost as much as the gemms. Same arithmetic and rounding as the scalar.
+template <bool kRound>
+struct SseLanes {
+  using V = __m128;
+  static constexpr int64_t kWidth = 4;
+  static V load(const float* p) { return _mm_loadu_ps(p); }
+  static void store(float* p, V v) { _mm_storeu_ps(p, v); }
+  static V set(float f) { return _mm_set1_ps(f); }
+  static V mul(V a, V b) { return _mm_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm_add_ps(a, b); }
+  static V round(V v) {
+    if (!kRound) return v;
+    const __m128i bits = _mm_castps_si128(v);
+    const __m128i lsb = _mm_and_si128(_mm_srli_epi32(bits, 16), _mm_set1_epi32(1));
+    __m128i r = _mm_add_epi32(_mm_add_epi32(bits, _mm_set1_epi32(0x7FFF)), lsb);
+    r = _mm_and_si128(r, _mm_set1_epi32(static_cast<int>(0xFFFF0000u)));
+    const __m128i number = _mm_castps_si128(_mm_cmpord_ps(v, v));  // all ones unless NaN
+    r = _mm_or_si128(_mm_and_si128(number, r),
+                     _mm_andnot_si128(number, _mm_set1_epi32(0x7FC00000)));
+    return _mm_castsi128_ps(r);
+  }
+};
+template <bool kRound>
+using Lanes = SseLanes<kRound>;
+#else
+template <bool kRound>
+using Lanes = ScalarLanes<kRound>;
+#endif
+
+// f(lanes, i) over [0, n) in steps of L::kWidth, the tail with scalar lanes of the same mode.
+template <class L, class Tail, class F>
+void for_lanes(int64_t n, F f) {
   int64_t i = 0;
-  for (; i + kBlock <= n; i += kBlock)
-    for (int64_t j = 0; j < kBlock; ++j) f(i + j);
-  for (; i < n; ++i) f(i);
+  for (; i + L::kWidth <= n; i += L::kWidth) f(L{}, i);
+  for (; i < n; ++i) f(Tail{}, i);
 }
 
 // One step's elementwise work in the reference's order (ATen's bf16 binary ops compute in fp32
@@ -51,39 +88,44 @@ void for_each_index(int64_t n, F f) {
 // After A = X X^T:       A <- R(A), T <- R(c A)
 // After M = T A (in b):  B <- R(R(b A) + R(M))
 // After Y = B X:         X <- R(R(a X) + R(Y))
-template <class R>
-void round_product(float* __restrict a, float* __restrict t, int64_t n_square, float c, R round) {
-  for_each_index(n_square, [=](int64_t i) {
-    const float av = round(a[i]);
-    a[i] = av;
-    t[i] = round(c * av);
+template <class L, class Tail>
+void round_product(float* a, float* t, int64_t n_square, float c) {
+  for_lanes<L, Tail>(n_square, [&](auto l, int64_t i) {
+    using W = decltype(l);
+    const auto av = W::round(W::load(a + i));
+    W::store(a + i, av);
+    W::store(t + i, W::round(W::mul(W::set(c), av)));
   });
 }
 
-template <class R>
-void combine(float* __restrict out, const float* __restrict scaled, int64_t n, float coef,
-             R round) {
-  for_each_index(n, [=](int64_t i) { out[i] = round(round(coef * scaled[i]) + round(out[i])); });
+// out <- R(R(coef * scaled) + R(out)): the B and the X updates.
+template <class L, class Tail>
+void combine(float* out, const float* scaled, int64_t n, float coef) {
+  for_lanes<L, Tail>(n, [&](auto l, int64_t i) {
+    using W = decltype(l);
+    const auto term = W::round(W::mul(W::set(coef), W::load(scaled + i)));
+    W::store(out + i, W::round(W::add(term, W::round(W::load(out + i)))));
+  });
 }
 
-template <class R>
-void update_x(float* __restrict x, const float* __restrict y, int64_t n, float a, R round) {
-  for_each_index(n, [=](int64_t i) { x[i] = round(round(a * x[i]) + round(y[i])); });
-}
-
-template <class R>
+template <class L, class Tail>
 void run_steps(const at::Tensor& x, const at::Tensor& xt, at::Tensor y, at::Tensor a,
-               const at::Tensor& t, at::Tensor b, const NsCoefficients& k, R round) {
+               const at::Tensor& t, at::Tensor b, const NsCoefficients& k) {
   const int64_t n_square = a.numel(), n_wide = x.numel();
   float *xp = x.data_ptr<float>(), *yp = y.data_ptr<float>();
   float *ap = a.data_ptr<float>(), *tp = t.data_ptr<float>(), *bp = b.data_ptr<float>();
   for (int step = 0; step < kNsSteps; ++step) {
     at::mm_out(a, x, xt);  // A = X X^T
-    round_product(ap, tp, n_square, k.c, round);
+    round_product<L, Tail>(ap, tp, n_square, k.c);
     at::mm_out(b, t, a);  // (c A) A
-    combine(bp, ap, n_square, k.b, round);
+    combine<L, Tail>(bp, ap, n_square, k.b);
     at::mm_out(y, b, x);  // B X
-    update_x(xp, yp, n_wide, k.a, round);
+    // X <- R(R(a X) + R(Y)): combine with the roles of its two inputs swapped.
+    for_lanes<L, Tail>(n_wide, [&](auto l, int64_t i) {
+      using W = decltype(l);
+      const auto term = W::round(W::mul(W::set(k.a), W::load(xp + i)));
+      W::store(xp + i, W::round(W::add(term, W::round(W::load(yp + i)))));
+    });
   }
 }
 
@@ -131,9 +173,9 @@ void NsWorkspace::iterate(int64_t slice, const NsCoefficients& k) {
   const auto t = view(t_, {rows_, rows_}, {rows_, 1});                           // [r, r]
   const auto b = view(b_, {rows_, rows_}, {rows_, 1});                           // [r, r]
   if (k.round_bf16)
-    run_steps(x, xt, y, a, t, b, k, RoundBf16{});
+    run_steps<Lanes<true>, ScalarLanes<true>>(x, xt, y, a, t, b, k);
   else
-    run_steps(x, xt, y, a, t, b, k, Identity{});
+    run_steps<Lanes<false>, ScalarLanes<false>>(x, xt, y, a, t, b, k);
 }
 
 void iterate_all(const std::vector<NsWorkspace*>& workspaces, const NsCoefficients& k) {
