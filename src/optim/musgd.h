@@ -2,8 +2,9 @@
 // Muon step then an SGD step; vectors and groups with w_muon == 0 take torch::optim::SGD's step
 // bit for bit. Deliberate difference: with bucketing `exact` the matrices of one group that share
 // (shape, dtype, device) live in one contiguous [k, ...] buffer (parameters, gradients and both
-// momentum buffers are views of it) and are orthogonalised in one batched Newton-Schulz call;
-// `off` is the reference's per-parameter loop. Same formula, different schedule.
+// momentum buffers are views of it); all buckets are orthogonalised in one NewtonSchulzPlan run
+// (on the CPU their matrices share one parallel region); `off` is the reference's per-parameter
+// loop. Same formula, different schedule.
 #pragma once
 
 #include <torch/torch.h>
