@@ -29,16 +29,27 @@ torch::Tensor cpu_copy(const torch::Tensor& t) { return t.detach().to(torch::kCP
 
 }  // namespace
 
+namespace {
+
+// The momentum half of muon_update: the buffer's lerp in place, then the update to
+// orthogonalise as [rows, rest].
+torch::Tensor muon_momentum_update(const torch::Tensor& grad, const torch::Tensor& momentum,
+                                   double beta, bool nesterov) {
+  auto buffer = momentum;  // in place, as the reference's momentum.lerp_
+  buffer.lerp_(grad, 1.0 - beta);
+  const auto update = nesterov ? grad.lerp(buffer, beta) : buffer;  // [rows, ...]
+  return update.reshape({update.size(0), -1});
+}
+
+}  // namespace
+
 torch::Tensor muon_update(const torch::Tensor& grad, const torch::Tensor& momentum, double beta,
                           bool nesterov, torch::ScalarType ns_dtype) {
   TORCH_CHECK(grad.dim() >= 2, "muon_update takes a matrix or conv weight, got ", grad.sizes());
-  auto buffer = momentum;  // in place, as the reference's momentum.lerp_
-  buffer.lerp_(grad, 1.0 - beta);
-  const auto update = nesterov ? grad.lerp(buffer, beta) : buffer;           // [rows, ...]
-  auto out = newton_schulz(update.reshape({update.size(0), -1}), ns_dtype);  // [rows, rest]
+  auto out = newton_schulz(muon_momentum_update(grad, momentum, beta, nesterov), ns_dtype);
   const double scale = muon_scale(grad.sizes());
   if (scale != 1.0) out.mul_(scale);  // the reference multiplies by 1.0 too: an exact no-op
-  return out;
+  return out;                         // [rows, rest]
 }
 
 MuSGD::MuSGD(std::vector<MuSGDGroup> groups, MuSGDSettings settings)
@@ -78,7 +89,12 @@ void MuSGD::build_buckets() {
     for (const auto& key : first_seen) {
       const auto& slots = members[key];
       keys_.push_back({g, std::get<0>(key), static_cast<int64_t>(slots.size())});
-      if (settings_.bucketing != Bucketing::kExact || slots.size() < 2) continue;
+      if (settings_.bucketing != Bucketing::kExact) continue;
+      if (slots.size() == 1) {
+        singles_.emplace_back(g, slots[0]);
+        groups_[g].slots[slots[0]].single = true;
+        continue;
+      }
       Bucket bucket;
       bucket.group = g;
       bucket.slots = slots;
@@ -91,6 +107,10 @@ void MuSGD::build_buckets() {
   for (const auto& bucket : buckets_)
     stacks.push_back({bucket.grads.size(0), bucket.grads.size(1),
                       bucket.grads[0].numel() / bucket.grads.size(1)});
+  for (const auto& [g, s] : singles_) {
+    const auto& p = groups_[g].slots[s].param;
+    stacks.push_back({1, p.size(0), p.numel() / p.size(0)});
+  }
   plan_ = NewtonSchulzPlan(std::move(stacks), settings_.ns_dtype);
 }
 
@@ -154,18 +174,39 @@ bool MuSGD::gather_grads(Bucket& bucket) {
 
 void MuSGD::step() {
   torch::NoGradGuard no_grad;
-  // Every bucket's Muon update first, so that one plan run orthogonalises all of them together.
-  std::vector<torch::Tensor> updates(buckets_.size());  // [k, rows, rest] per bucket
-  for (size_t b = 0; b < buckets_.size(); ++b)
+  // Every Muon update of the stacked path first (buckets, then single-matrix keys), so that one
+  // plan run orthogonalises all of them together.
+  const size_t nb = buckets_.size();
+  std::vector<torch::Tensor> updates(nb + singles_.size());  // [k, rows, rest] each
+  for (size_t b = 0; b < nb; ++b)
     if (gather_grads(buckets_[b]))
       updates[b] = muon_momentum(groups_[buckets_[b].group].options, buckets_[b]);
+  for (size_t i = 0; i < singles_.size(); ++i) {
+    const auto& group = groups_[singles_[i].first];
+    const auto& slot = group.slots[singles_[i].second];
+    if (!slot.param.grad().defined()) continue;
+    const auto& o = group.options;
+    updates[nb + i] =
+        muon_momentum_update(slot.param.grad(), slot.muon_buffer, o.momentum, o.nesterov)
+            .unsqueeze(0);
+  }
   auto orthos = plan_.run(updates);
-  for (size_t b = 0; b < buckets_.size(); ++b)
+  for (size_t b = 0; b < nb; ++b)
     if (updates[b].defined())
       step_bucket(groups_[buckets_[b].group].options, buckets_[b], std::move(orthos[b]));
+  for (size_t i = 0; i < singles_.size(); ++i) {
+    if (!updates[nb + i].defined()) continue;
+    auto& group = groups_[singles_[i].first];
+    auto& slot = group.slots[singles_[i].second];
+    auto ortho = orthos[nb + i][0];  // [rows, rest], as newton_schulz returns it
+    const double scale = muon_scale(slot.param.sizes());
+    if (scale != 1.0) ortho.mul_(scale);
+    apply_matrix(group.options, slot, ortho);
+  }
   for (auto& group : groups_) {
     for (auto& slot : group.slots) {
       if (slot.bucket >= 0 && updates[slot.bucket].defined()) continue;
+      if (slot.single) continue;
       if (!slot.param.grad().defined()) continue;
       if (slot.muon)
         step_matrix(group.options, slot);
@@ -178,10 +219,15 @@ void MuSGD::step() {
 // The reference's Muon-group body for one matrix: Muon step, then the SGD step whose decay uses
 // the already Muon-updated parameter.
 void MuSGD::step_matrix(const MuSGDOptions& o, Slot& slot) {
+  apply_matrix(
+      o, slot,
+      muon_update(slot.param.grad(), slot.muon_buffer, o.momentum, o.nesterov, settings_.ns_dtype));
+}
+
+// step_matrix after the orthogonalisation: `update` [rows, rest] is muon_update's result.
+void MuSGD::apply_matrix(const MuSGDOptions& o, Slot& slot, const torch::Tensor& update) {
   auto& p = slot.param;
   const auto grad = p.grad();
-  const auto update = muon_update(grad, slot.muon_buffer, o.momentum, o.nesterov,
-                                  settings_.ns_dtype);  // [rows, rest]
   p.add_(update.reshape(p.sizes()), -(o.lr * o.w_muon));
   const auto g = o.weight_decay != 0 ? grad.add(p, o.weight_decay) : grad;
   slot.sgd_buffer.mul_(o.momentum).add_(g);

@@ -66,6 +66,7 @@ struct MuSGDSlot {
   torch::Tensor sgd_buffer;   // heavy-ball buffer; undefined until the first SGD-only step
   int bucket = -1;            // index into the buckets, -1: per-parameter path
   size_t row = 0;             // position inside the bucket
+  bool single = false;        // `exact` and the only matrix of its key: in the plan as [1, ...]
 };
 
 struct MuSGDGroupState {
@@ -118,10 +119,14 @@ class MuSGD : public GroupedOptimizer<MuSGDGroupState> {
   torch::Tensor muon_momentum(const MuSGDOptions& o, Bucket& bucket);
   void step_bucket(const MuSGDOptions& o, Bucket& bucket, torch::Tensor ortho);
   void step_matrix(const MuSGDOptions& o, Slot& slot);
+  void apply_matrix(const MuSGDOptions& o, Slot& slot, const torch::Tensor& update);
   static void step_vector(const MuSGDOptions& o, Slot& slot);
 
   std::vector<Bucket> buckets_;
-  NewtonSchulzPlan plan_{{}, torch::kFloat};  // one [k, rows, rest] stack per bucket
+  // With `exact`, the keys with one matrix (group, slot): orthogonalised as [1, rows, rest]
+  // stacks in the same plan run, with the direct call's norm, so bit for bit as called directly.
+  std::vector<std::pair<size_t, size_t>> singles_;
+  NewtonSchulzPlan plan_{{}, torch::kFloat};  // buckets' [k, rows, rest] stacks, then singles'
   std::vector<MatrixKey> keys_;
   MuSGDSettings settings_;
 };

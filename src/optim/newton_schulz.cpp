@@ -79,7 +79,10 @@ std::vector<torch::Tensor> NewtonSchulzPlan::run(const std::vector<torch::Tensor
     TORCH_CHECK(stacks[i].sizes() == torch::IntArrayRef(shapes_[i]), "NewtonSchulzPlan stack ", i,
                 " has shape ", stacks[i].sizes(), ", built for ", shapes_[i]);
     auto x = stacks[i].to(compute_);
-    x = x / (x.norm(2, {-2, -1}, /*keepdim=*/true) + kNsEps);
+    // One matrix: the direct call's whole-tensor norm, so that it matches newton_schulz bit for
+    // bit (the per-matrix reduction may sum in another order).
+    const auto norm = x.size(0) == 1 ? x.norm() : x.norm(2, {-2, -1}, /*keepdim=*/true);
+    x = x / (norm + kNsEps);
     tall[i] = x.size(1) > x.size(2);
     if (tall[i]) x = x.transpose(-2, -1);
     if (!x.device().is_cpu()) {

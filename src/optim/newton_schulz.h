@@ -24,7 +24,8 @@ constexpr double kNsEps = 1e-7;  // added to the Frobenius norm before dividing
 torch::Tensor newton_schulz(const torch::Tensor& matrix, torch::ScalarType compute);
 
 // `stack` [k, r, c] -> [k, r, c]: the same iteration for each matrix, with its own norm. On the
-// CPU each slice runs the direct call's gemms and roundings; the norm is a batched reduction.
+// CPU each slice runs the direct call's gemms and roundings; the norm is a batched reduction
+// (for k == 1 the direct call's, so a one-matrix stack equals newton_schulz bit for bit).
 torch::Tensor newton_schulz_batched(const torch::Tensor& stack, torch::ScalarType compute);
 
 class NsWorkspace;
