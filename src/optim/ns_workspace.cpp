@@ -10,9 +10,8 @@
 #endif
 
 #include <algorithm>
-#include <cmath>
+#include <cstdint>
 #include <cstring>
-#include <numeric>
 
 #include "optim/newton_schulz.h"
 
@@ -184,9 +183,9 @@ void iterate_all(const std::vector<NsWorkspace*>& workspaces, const NsCoefficien
     int64_t slice;
     double cost;
   };
-  // A slice's cost: its arithmetic plus its 15 gemm calls' fixed overhead (~5 us each at the
-  // ~60 GFLOP/s a core reaches, i.e. ~3e5 flop a call).
-  constexpr double kCallCost = 3e5;
+  // A slice's cost: its arithmetic plus its 15 gemm calls' fixed cost (~1 us per at::mm_out on
+  // tiny matrices here, i.e. ~6e4 flop at the ~60 GFLOP/s a core reaches).
+  constexpr double kCallCost = 6e4;
   std::vector<Item> items;
   for (auto* ws : workspaces)
     for (int64_t s = 0; s < ws->count(); ++s)
