@@ -5,6 +5,8 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
+#include <atomic>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -29,24 +31,48 @@ struct BenchOptimArgs {
   bool json = false;
 };
 
-// RecordFunction takes a plain function pointer, so the count lives in a thread-local: only
-// operators dispatched by the stepping thread are counted (intra-op workers dispatch none).
-thread_local int64_t tl_op_calls = 0;
+// RecordFunction takes a plain function pointer, so the count cannot live in the caller: one
+// counter for every thread, since MuSGD's Newton-Schulz dispatches gemms from intra-op workers.
+std::atomic<int64_t> g_op_calls{0};
 
 std::unique_ptr<at::ObserverContext> count_op(const at::RecordFunction&) {
-  ++tl_op_calls;
+  g_op_calls.fetch_add(1, std::memory_order_relaxed);
   return nullptr;
 }
 
-// ATen operator calls (nested ones included) of one call of `run`.
+// ATen operator calls (nested ones included, on any thread) of one call of `run`.
 template <class F>
 int64_t count_ops(F&& run) {
-  tl_op_calls = 0;
+  g_op_calls = 0;
   const auto handle = at::addGlobalCallback(
       at::RecordFunctionCallback(count_op).needsInputs(false).scopes({at::RecordScope::FUNCTION}));
   run();
   at::removeCallback(handle);
-  return tl_op_calls;
+  return g_op_calls.load();
+}
+
+// This machine's practical fp32 peak at the current thread count: the best of 5 1024^3 sgemms
+// (at::mm_out) after one warm-up, in GFLOP/s.
+double sgemm_peak_gflops() {
+  constexpr int64_t kN = 1024;
+  const auto a = torch::randn({kN, kN}), b = torch::randn({kN, kN});  // [N, N]
+  auto c = torch::empty({kN, kN});                                    // [N, N]
+  at::mm_out(c, a, b);
+  double best_ms = 1e30;
+  for (int i = 0; i < 5; ++i) {
+    Stopwatch watch;
+    at::mm_out(c, a, b);
+    best_ms = std::min(best_ms, watch.millis());
+  }
+  return 2.0 * kN * kN * kN / (best_ms * 1e6);
+}
+
+// The 1-minute load average (other processes share the cores), or -1 where /proc has none.
+double load_average() {
+  std::ifstream in("/proc/loadavg");
+  double load = -1;
+  in >> load;
+  return in ? load : -1;
 }
 
 struct Row {
@@ -99,7 +125,7 @@ void run_interleaved(std::vector<Variant>& variants, const BenchOptimArgs& args,
       load_grads(v);
       compat::synchronize(device);
       Stopwatch watch;
-      if (i == 0)
+      if (i == 1)  // the first step allocates state and workspaces once
         v.row.ops = count_ops([&] { v.opt->step(); });
       else
         v.opt->step();
@@ -157,6 +183,7 @@ int run_bench_optim(const BenchOptimArgs& args) {
   for (const auto& info : infos)
     grads.push_back((torch::randn(info.param.sizes()) * 0.01).to(device));  // [...] as param
 
+  const double load_before = load_average();
   auto options = experiment.optim;
   std::vector<Variant> variants;
   options.optimizer = "sgd";
@@ -167,6 +194,8 @@ int run_bench_optim(const BenchOptimArgs& args) {
   options.bucketing = "exact";
   variants.push_back(make_variant("musgd exact", infos, grads, options));
   run_interleaved(variants, args, device);
+  const double load_after = load_average();
+  const double peak = device.is_cpu() ? sgemm_peak_gflops() : 0.0;
   const Row &sgd = variants[0].row, &off = variants[1].row, &exact = variants[2].row;
   const double diff = max_abs_diff(exact, off);
 
@@ -180,18 +209,21 @@ int run_bench_optim(const BenchOptimArgs& args) {
 
   if (args.json) {
     nlohmann::ordered_json out{
-        {"model", net->arch().name()},      {"device", device.str()},
-        {"threads", runtime.torch_threads}, {"torch", compat::torch_version()},
-        {"ns_dtype", options.ns_dtype},     {"steps", args.steps},
-        {"warmup_steps", args.warmup},      {"tensors", infos.size()},
-        {"muon_matrices", matrices},        {"keys", keys},
-        {"stacked_buckets", stacked},       {"ns_gflop_per_step", gflop}};
+        {"model", net->arch().name()},        {"device", device.str()},
+        {"threads", runtime.torch_threads},   {"torch", compat::torch_version()},
+        {"ns_dtype", options.ns_dtype},       {"steps", args.steps},
+        {"warmup_steps", args.warmup},        {"tensors", infos.size()},
+        {"muon_matrices", matrices},          {"keys", keys},
+        {"stacked_buckets", stacked},         {"ns_gflop_per_step", gflop},
+        {"load_average_before", load_before}, {"load_average_after", load_after}};
+    if (device.is_cpu()) out["sgemm_peak_gflops"] = peak;
     for (const auto* r : rows)
       out["optimizers"].push_back({{"name", r->name},
                                    {"median_ms", r->median_ms},
                                    {"min_ms", r->min_ms},
                                    {"max_ms", r->max_ms},
-                                   {"op_calls_per_step", r->ops}});
+                                   {"op_calls_per_step", r->ops},
+                                   {"ns_gflops", r == &sgd ? 0.0 : gflop / r->median_ms * 1e3}});
     out["exact_vs_off_max_abs_param_diff"] = diff;
     std::cout << out.dump(2) << "\n";
     return 0;
@@ -202,15 +234,27 @@ int run_bench_optim(const BenchOptimArgs& args) {
       net->arch().name(), infos.size(), matrices, keys, stacked, "fixed random gradients",
       device.str(), runtime.torch_threads, compat::torch_version(), options.ns_dtype, args.steps,
       args.warmup);
-  std::cout << fmt::format("  {:<12} {:>10} {:>17} {:>10} {:>9} {:>9}\n", "optimizer", "median ms",
-                           "range ms", "ops/step", "vs off", "vs sgd");
+  std::cout << fmt::format("  {:<12} {:>10} {:>17} {:>10} {:>9} {:>9} {:>9}\n", "optimizer",
+                           "median ms", "range ms", "ops/step", "vs off", "vs sgd", "GFLOP/s");
   for (const auto* r : rows)
-    std::cout << fmt::format("  {:<12} {:>10.2f} {:>8.2f}-{:<8.2f} {:>10} {:>8.2f}x {:>8.2f}x\n",
-                             r->name, r->median_ms, r->min_ms, r->max_ms, r->ops,
-                             r->median_ms / off.median_ms, r->median_ms / sgd.median_ms);
+    std::cout << fmt::format(
+        "  {:<12} {:>10.2f} {:>8.2f}-{:<8.2f} {:>10} {:>8.2f}x {:>8.2f}x {:>9}\n", r->name,
+        r->median_ms, r->min_ms, r->max_ms, r->ops, r->median_ms / off.median_ms,
+        r->median_ms / sgd.median_ms,
+        r == &sgd ? std::string("-") : fmt::format("{:.1f}", gflop / r->median_ms * 1e3));
   std::cout << fmt::format("  max |param exact - param off| after {} steps: {:.3g}\n", total_steps,
                            diff);
-  std::cout << fmt::format("  Newton-Schulz arithmetic: {:.2f} GFLOP per MuSGD step\n", gflop);
+  std::cout << fmt::format(
+      "  Newton-Schulz arithmetic: {:.2f} GFLOP per MuSGD step (GFLOP/s above: that over the whole "
+      "step's median)\n",
+      gflop);
+  if (device.is_cpu())
+    std::cout << fmt::format(
+        "  practical fp32 peak: {:.1f} GFLOP/s (best 1024^3 sgemm at {} thread(s)); "
+        "Newton-Schulz alone needs >= {:.1f} ms at that rate\n",
+        peak, runtime.torch_threads, gflop / peak * 1e3);
+  std::cout << fmt::format("  load average (1 min) before/after: {:.2f} / {:.2f}\n", load_before,
+                           load_after);
   return 0;
 }
 

@@ -29,16 +29,27 @@ torch::Tensor cpu_copy(const torch::Tensor& t) { return t.detach().to(torch::kCP
 
 }  // namespace
 
+namespace {
+
+// The momentum half of muon_update: the buffer's lerp in place, then the update to
+// orthogonalise as [rows, rest].
+torch::Tensor muon_momentum_update(const torch::Tensor& grad, const torch::Tensor& momentum,
+                                   double beta, bool nesterov) {
+  auto buffer = momentum;  // in place, as the reference's momentum.lerp_
+  buffer.lerp_(grad, 1.0 - beta);
+  const auto update = nesterov ? grad.lerp(buffer, beta) : buffer;  // [rows, ...]
+  return update.reshape({update.size(0), -1});
+}
+
+}  // namespace
+
 torch::Tensor muon_update(const torch::Tensor& grad, const torch::Tensor& momentum, double beta,
                           bool nesterov, torch::ScalarType ns_dtype) {
   TORCH_CHECK(grad.dim() >= 2, "muon_update takes a matrix or conv weight, got ", grad.sizes());
-  auto buffer = momentum;  // in place, as the reference's momentum.lerp_
-  buffer.lerp_(grad, 1.0 - beta);
-  const auto update = nesterov ? grad.lerp(buffer, beta) : buffer;           // [rows, ...]
-  auto out = newton_schulz(update.reshape({update.size(0), -1}), ns_dtype);  // [rows, rest]
+  auto out = newton_schulz(muon_momentum_update(grad, momentum, beta, nesterov), ns_dtype);
   const double scale = muon_scale(grad.sizes());
   if (scale != 1.0) out.mul_(scale);  // the reference multiplies by 1.0 too: an exact no-op
-  return out;
+  return out;                         // [rows, rest]
 }
 
 MuSGD::MuSGD(std::vector<MuSGDGroup> groups, MuSGDSettings settings)
@@ -78,7 +89,12 @@ void MuSGD::build_buckets() {
     for (const auto& key : first_seen) {
       const auto& slots = members[key];
       keys_.push_back({g, std::get<0>(key), static_cast<int64_t>(slots.size())});
-      if (settings_.bucketing != Bucketing::kExact || slots.size() < 2) continue;
+      if (settings_.bucketing != Bucketing::kExact) continue;
+      if (slots.size() == 1) {
+        singles_.emplace_back(g, slots[0]);
+        groups_[g].slots[slots[0]].single = true;
+        continue;
+      }
       Bucket bucket;
       bucket.group = g;
       bucket.slots = slots;
@@ -87,6 +103,15 @@ void MuSGD::build_buckets() {
       buckets_.push_back(std::move(bucket));
     }
   }
+  std::vector<std::vector<int64_t>> stacks;
+  for (const auto& bucket : buckets_)
+    stacks.push_back({bucket.grads.size(0), bucket.grads.size(1),
+                      bucket.grads[0].numel() / bucket.grads.size(1)});
+  for (const auto& [g, s] : singles_) {
+    const auto& p = groups_[g].slots[s].param;
+    stacks.push_back({1, p.size(0), p.numel() / p.size(0)});
+  }
+  plan_ = NewtonSchulzPlan(std::move(stacks), settings_.ns_dtype);
 }
 
 // Moves the members' parameters, gradients and momentum buffers into [k, ...] tensors and makes
@@ -149,16 +174,39 @@ bool MuSGD::gather_grads(Bucket& bucket) {
 
 void MuSGD::step() {
   torch::NoGradGuard no_grad;
-  std::vector<bool> stepped(buckets_.size(), false);
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    auto& bucket = buckets_[b];
-    if (!gather_grads(bucket)) continue;
-    step_bucket(groups_[bucket.group].options, bucket);
-    stepped[b] = true;
+  // Every Muon update of the stacked path first (buckets, then single-matrix keys), so that one
+  // plan run orthogonalises all of them together.
+  const size_t nb = buckets_.size();
+  std::vector<torch::Tensor> updates(nb + singles_.size());  // [k, rows, rest] each
+  for (size_t b = 0; b < nb; ++b)
+    if (gather_grads(buckets_[b]))
+      updates[b] = muon_momentum(groups_[buckets_[b].group].options, buckets_[b]);
+  for (size_t i = 0; i < singles_.size(); ++i) {
+    const auto& group = groups_[singles_[i].first];
+    const auto& slot = group.slots[singles_[i].second];
+    if (!slot.param.grad().defined()) continue;
+    const auto& o = group.options;
+    updates[nb + i] =
+        muon_momentum_update(slot.param.grad(), slot.muon_buffer, o.momentum, o.nesterov)
+            .unsqueeze(0);
+  }
+  auto orthos = plan_.run(updates);
+  for (size_t b = 0; b < nb; ++b)
+    if (updates[b].defined())
+      step_bucket(groups_[buckets_[b].group].options, buckets_[b], std::move(orthos[b]));
+  for (size_t i = 0; i < singles_.size(); ++i) {
+    if (!updates[nb + i].defined()) continue;
+    auto& group = groups_[singles_[i].first];
+    auto& slot = group.slots[singles_[i].second];
+    auto ortho = orthos[nb + i][0];  // [rows, rest], as newton_schulz returns it
+    const double scale = muon_scale(slot.param.sizes());
+    if (scale != 1.0) ortho.mul_(scale);
+    apply_matrix(group.options, slot, ortho);
   }
   for (auto& group : groups_) {
     for (auto& slot : group.slots) {
-      if (slot.bucket >= 0 && stepped[slot.bucket]) continue;
+      if (slot.bucket >= 0 && updates[slot.bucket].defined()) continue;
+      if (slot.single) continue;
       if (!slot.param.grad().defined()) continue;
       if (slot.muon)
         step_matrix(group.options, slot);
@@ -171,10 +219,15 @@ void MuSGD::step() {
 // The reference's Muon-group body for one matrix: Muon step, then the SGD step whose decay uses
 // the already Muon-updated parameter.
 void MuSGD::step_matrix(const MuSGDOptions& o, Slot& slot) {
+  apply_matrix(
+      o, slot,
+      muon_update(slot.param.grad(), slot.muon_buffer, o.momentum, o.nesterov, settings_.ns_dtype));
+}
+
+// step_matrix after the orthogonalisation: `update` [rows, rest] is muon_update's result.
+void MuSGD::apply_matrix(const MuSGDOptions& o, Slot& slot, const torch::Tensor& update) {
   auto& p = slot.param;
   const auto grad = p.grad();
-  const auto update = muon_update(grad, slot.muon_buffer, o.momentum, o.nesterov,
-                                  settings_.ns_dtype);  // [rows, rest]
   p.add_(update.reshape(p.sizes()), -(o.lr * o.w_muon));
   const auto g = o.weight_decay != 0 ? grad.add(p, o.weight_decay) : grad;
   slot.sgd_buffer.mul_(o.momentum).add_(g);
@@ -182,17 +235,23 @@ void MuSGD::step_matrix(const MuSGDOptions& o, Slot& slot) {
   p.add_(v, -(o.lr * o.w_sgd));
 }
 
-// step_matrix on a [k, ...] stack: one batched Newton-Schulz and one op per formula term.
-void MuSGD::step_bucket(const MuSGDOptions& o, Bucket& bucket) {
+// The Muon momentum of step_matrix on a [k, ...] stack: the buffer's lerp in place and the
+// update to orthogonalise, as [k, rows, rest].
+torch::Tensor MuSGD::muon_momentum(const MuSGDOptions& o, Bucket& bucket) {
   const auto& grad = bucket.grads;  // [k, ...shape]
-  const int64_t k = grad.size(0), rows = grad.size(1);
   bucket.muon_buffer.lerp_(grad, 1.0 - o.momentum);
   const auto update = o.nesterov ? grad.lerp(bucket.muon_buffer, o.momentum) : bucket.muon_buffer;
-  auto ortho = newton_schulz_batched(update.view({k, rows, -1}), settings_.ns_dtype);  // [k, r, c]
+  return update.view({grad.size(0), grad.size(1), -1});
+}
+
+// The rest of step_matrix on a [k, ...] stack, given the orthogonalised update [k, r, c]: one
+// op per formula term.
+void MuSGD::step_bucket(const MuSGDOptions& o, Bucket& bucket, torch::Tensor ortho) {
+  const auto& grad = bucket.grads;  // [k, ...shape]
   const double scale = muon_scale(grad.sizes().slice(1));
   if (scale != 1.0) ortho.mul_(scale);
   auto& p = bucket.params;
-  p.view({k, rows, -1}).add_(ortho, -(o.lr * o.w_muon));
+  p.view(ortho.sizes()).add_(ortho, -(o.lr * o.w_muon));
   const auto g = o.weight_decay != 0 ? grad.add(p, o.weight_decay) : grad;
   bucket.sgd_buffer.mul_(o.momentum).add_(g);
   const auto v = o.nesterov ? g.add(bucket.sgd_buffer, o.momentum) : bucket.sgd_buffer;

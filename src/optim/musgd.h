@@ -2,8 +2,9 @@
 // Muon step then an SGD step; vectors and groups with w_muon == 0 take torch::optim::SGD's step
 // bit for bit. Deliberate difference: with bucketing `exact` the matrices of one group that share
 // (shape, dtype, device) live in one contiguous [k, ...] buffer (parameters, gradients and both
-// momentum buffers are views of it) and are orthogonalised in one batched Newton-Schulz call;
-// `off` is the reference's per-parameter loop. Same formula, different schedule.
+// momentum buffers are views of it); all buckets are orthogonalised in one NewtonSchulzPlan run
+// (on the CPU their matrices share one parallel region); `off` is the reference's per-parameter
+// loop. Same formula, different schedule.
 #pragma once
 
 #include <torch/torch.h>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "optim/newton_schulz.h"
 #include "optim/optimizer.h"
 
 namespace detrain::optim {
@@ -64,6 +66,7 @@ struct MuSGDSlot {
   torch::Tensor sgd_buffer;   // heavy-ball buffer; undefined until the first SGD-only step
   int bucket = -1;            // index into the buckets, -1: per-parameter path
   size_t row = 0;             // position inside the bucket
+  bool single = false;        // `exact` and the only matrix of its key: in the plan as [1, ...]
 };
 
 struct MuSGDGroupState {
@@ -113,11 +116,17 @@ class MuSGD : public GroupedOptimizer<MuSGDGroupState> {
   void build_buckets();
   void link(Bucket& bucket);
   bool gather_grads(Bucket& bucket);
-  void step_bucket(const MuSGDOptions& o, Bucket& bucket);
+  torch::Tensor muon_momentum(const MuSGDOptions& o, Bucket& bucket);
+  void step_bucket(const MuSGDOptions& o, Bucket& bucket, torch::Tensor ortho);
   void step_matrix(const MuSGDOptions& o, Slot& slot);
+  void apply_matrix(const MuSGDOptions& o, Slot& slot, const torch::Tensor& update);
   static void step_vector(const MuSGDOptions& o, Slot& slot);
 
   std::vector<Bucket> buckets_;
+  // With `exact`, the keys with one matrix (group, slot): orthogonalised as [1, rows, rest]
+  // stacks in the same plan run, with the direct call's norm, so bit for bit as called directly.
+  std::vector<std::pair<size_t, size_t>> singles_;
+  NewtonSchulzPlan plan_{{}, torch::kFloat};  // buckets' [k, rows, rest] stacks, then singles'
   std::vector<MatrixKey> keys_;
   MuSGDSettings settings_;
 };

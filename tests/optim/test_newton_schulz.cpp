@@ -1,8 +1,11 @@
 // Newton-Schulz and the per-parameter Muon update: singular values land in the quintic's band,
 // the stacked call equals per-matrix calls, and the golden cases of the reference
 // (musgd_yolo26n.safetensors: ns.*, mu.*) are reproduced within the golden README's section 7.
+#include <ATen/Parallel.h>
+
 #include <catch2/catch.hpp>
 #include <iostream>
+#include <sstream>
 
 #include "model/safetensors.h"
 #include "model/tensor_checks.h"
@@ -25,6 +28,40 @@ double rel_error(const torch::Tensor& ours, const torch::Tensor& ref) {
 constexpr double kNsVsReference = 0.1;
 // vs variant_f32acc (fp32-accumulated bf16 matmuls, which ours are): <= 2e-2.
 constexpr double kNsVsVariant = 2e-2;
+
+// The five steps as one ATen op per formula term, bf16 products widened to fp32 for each
+// matmul and rounded back (the implementation before the CPU kernel): the kernel must give the
+// same bits. `x` [r, c] is normalised and wide.
+torch::Tensor aten_steps(torch::Tensor x) {
+  const bool bf16 = x.scalar_type() == torch::kBFloat16;
+  const auto wide = [&](const torch::Tensor& t) { return bf16 ? t.to(torch::kFloat) : t; };
+  const auto round = [&](const torch::Tensor& t) { return bf16 ? t.to(torch::kBFloat16) : t; };
+  for (int step = 0; step < kNsSteps; ++step) {
+    const auto xw = wide(x);
+    const auto a = round(xw.mm(xw.t()));
+    const auto b = kNsB * a + round(wide(kNsC * a).mm(wide(a)));
+    x = kNsA * x + round(wide(b).mm(xw));
+  }
+  return x;
+}
+
+torch::Tensor aten_newton_schulz(const torch::Tensor& matrix, torch::ScalarType compute) {
+  auto x = matrix.to(compute);
+  x = x / (x.norm() + kNsEps);
+  const bool tall = matrix.size(0) > matrix.size(1);
+  x = aten_steps(tall ? x.t() : x);
+  return tall ? x.t() : x;
+}
+
+// Max |a - b| with the worst element's index and values, for a failure message.
+std::string worst_difference(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto d = (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().flatten();
+  const int64_t i = d.argmax().item<int64_t>();
+  std::ostringstream out;
+  out << "max |diff| " << d[i].item<double>() << " at flat index " << i << ": "
+      << a.flatten()[i].item<double>() << " vs " << b.flatten()[i].item<double>();
+  return out.str();
+}
 
 }  // namespace
 
@@ -110,4 +147,66 @@ TEST_CASE("muon_update reproduces the reference cases", "[parity][musgd]") {
     std::cout << key << " " << grad.sizes() << ": ||update - ref|| / ||ref|| = " << vs_ref << "\n";
     CHECK(vs_ref <= kNsVsReference);
   }
+}
+
+TEST_CASE("The CPU kernel gives the ATen formula's bits", "[unit][musgd]") {
+  torch::manual_seed(5);
+  // Wide, tall, square and the tiny shapes of yolo26n ([4, 16], [9, 80]); bf16 and fp32.
+  const std::vector<std::vector<int64_t>> shapes{{16, 27}, {96, 40},  {32, 32}, {4, 16},
+                                                 {80, 9},  {64, 576}, {2, 64}};
+  for (const auto dtype : {torch::kBFloat16, torch::kFloat}) {
+    for (const auto& shape : shapes) {
+      const auto g = torch::randn(shape);  // [r, c]
+      const auto ours = newton_schulz(g, dtype);
+      const auto ref = aten_newton_schulz(g, dtype);
+      INFO("dtype " << dtype << " shape " << g.sizes() << ": " << worst_difference(ours, ref));
+      CHECK(ours.scalar_type() == dtype);
+      CHECK(torch::equal(ours, ref));
+    }
+    for (const auto& shape :
+         std::vector<std::vector<int64_t>>{{5, 16, 27}, {3, 64, 48}, {6, 4, 16}}) {
+      const auto stack = torch::randn(shape);  // [k, r, c]
+      auto x = stack.to(dtype);
+      x = x / (x.norm(2, {-2, -1}, true) + kNsEps);
+      const bool tall = shape[1] > shape[2];
+      // Slice by slice with mm: LibTorch 1.13's bmm runs a naive loop below 400 multiply-adds
+      // per output (the [6, 4, 16] stack), whose fp32 sums round differently from BLAS's.
+      std::vector<torch::Tensor> slices;
+      for (int64_t i = 0; i < shape[0]; ++i) {
+        const auto slice = aten_steps(tall ? x[i].t() : x[i]);
+        slices.push_back(tall ? slice.t() : slice);
+      }
+      const auto ref = torch::stack(slices);
+      const auto ours = newton_schulz_batched(stack, dtype);
+      INFO("dtype " << dtype << " stack " << stack.sizes() << ": " << worst_difference(ours, ref));
+      CHECK(torch::equal(ours, ref));
+    }
+  }
+}
+
+TEST_CASE("A plan runs several stacks as newton_schulz_batched runs each", "[unit][musgd]") {
+  torch::manual_seed(6);
+  const std::vector<std::vector<int64_t>> shapes{{3, 16, 27}, {2, 40, 24}, {4, 8, 8}};
+  NewtonSchulzPlan plan(shapes, torch::kBFloat16);
+  const int threads = at::get_num_threads();
+  for (int run = 0; run < 2; ++run) {  // the second run reuses the workspaces
+    std::vector<torch::Tensor> stacks;
+    for (const auto& s : shapes) stacks.push_back(torch::randn(s));
+    stacks[2] = torch::Tensor();  // a bucket without gradients this step
+    const auto results = plan.run(stacks);
+    CHECK_FALSE(results[2].defined());
+    for (size_t i = 0; i < 2; ++i) {
+      const auto ref = newton_schulz_batched(stacks[i], torch::kBFloat16);
+      INFO("run " << run << " stack " << stacks[i].sizes() << ": "
+                  << worst_difference(results[i], ref));
+      CHECK(torch::equal(results[i], ref));
+    }
+    // The schedule over threads moves slices between threads, never changes their arithmetic.
+    at::set_num_threads(1);
+    const auto serial = plan.run(stacks);
+    at::set_num_threads(threads);
+    for (size_t i = 0; i < 2; ++i) CHECK(torch::equal(serial[i], results[i]));
+  }
+  std::vector<torch::Tensor> wrong{torch::randn({3, 16, 26}), torch::Tensor(), torch::Tensor()};
+  CHECK_THROWS_WITH(plan.run(wrong), Catch::Contains("built for"));
 }

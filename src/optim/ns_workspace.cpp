@@ -1,0 +1,210 @@
+// Newton-Schulz CPU kernel; see ns_workspace.h. Gemms go through at::mm_out on views of the
+// buffers (the same BLAS call as the ATen formula, so the fp32 products are the same bits).
+#include "optim/ns_workspace.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "optim/newton_schulz.h"
+
+namespace detrain::optim {
+
+namespace {
+
+// fp32 -> nearest-even bf16, kept in fp32 storage (c10::BFloat16's rounding; a NaN becomes the
+// quiet NaN 0x7FC0).
+inline float round_bf16(float f) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &f, sizeof bits);
+  bits = f != f ? 0x7FC00000u : (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+  float out = 0;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
+// Lanes of 1 float: the portable fallback, and fp32 mode (no rounding).
+template <bool kRound>
+struct ScalarLanes {
+  using V = float;
+  static constexpr int64_t kWidth = 1;
+  static V load(const float* p) { return *p; }
+  static void store(float* p, V v) { *p = v; }
+  static V set(float f) { return f; }
+  static V mul(V a, V b) { return a * b; }
+  static V add(V a, V b) { return a + b; }
+  static V round(V v) { return kRound ? round_bf16(v) : v; }
+};
+
+#if defined(__SSE2__)
+// 4 lanes with SSE2 (every x86-64): GCC's -O2 does not vectorise the scalar rounding, which
+// made the bf16 passes cost as much as the gemms. Same arithmetic and rounding as the scalar.
+template <bool kRound>
+struct SseLanes {
+  using V = __m128;
+  static constexpr int64_t kWidth = 4;
+  static V load(const float* p) { return _mm_loadu_ps(p); }
+  static void store(float* p, V v) { _mm_storeu_ps(p, v); }
+  static V set(float f) { return _mm_set1_ps(f); }
+  static V mul(V a, V b) { return _mm_mul_ps(a, b); }
+  static V add(V a, V b) { return _mm_add_ps(a, b); }
+  static V round(V v) {
+    if (!kRound) return v;
+    const __m128i bits = _mm_castps_si128(v);
+    const __m128i lsb = _mm_and_si128(_mm_srli_epi32(bits, 16), _mm_set1_epi32(1));
+    __m128i r = _mm_add_epi32(_mm_add_epi32(bits, _mm_set1_epi32(0x7FFF)), lsb);
+    r = _mm_and_si128(r, _mm_set1_epi32(static_cast<int>(0xFFFF0000u)));
+    const __m128i number = _mm_castps_si128(_mm_cmpord_ps(v, v));  // all ones unless NaN
+    r = _mm_or_si128(_mm_and_si128(number, r),
+                     _mm_andnot_si128(number, _mm_set1_epi32(0x7FC00000)));
+    return _mm_castsi128_ps(r);
+  }
+};
+template <bool kRound>
+using Lanes = SseLanes<kRound>;
+#else
+template <bool kRound>
+using Lanes = ScalarLanes<kRound>;
+#endif
+
+// f(lanes, i) over [0, n) in steps of L::kWidth, the tail with scalar lanes of the same mode.
+template <class L, class Tail, class F>
+void for_lanes(int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + L::kWidth <= n; i += L::kWidth) f(L{}, i);
+  for (; i < n; ++i) f(Tail{}, i);
+}
+
+// One step's elementwise work in the reference's order (ATen's bf16 binary ops compute in fp32
+// and round once, so each of them is R(op) here). `n_square` = r * r, `n_wide` = r * c.
+// After A = X X^T:       A <- R(A), T <- R(c A)
+// After M = T A (in b):  B <- R(R(b A) + R(M))
+// After Y = B X:         X <- R(R(a X) + R(Y))
+template <class L, class Tail>
+void round_product(float* a, float* t, int64_t n_square, float c) {
+  for_lanes<L, Tail>(n_square, [&](auto l, int64_t i) {
+    using W = decltype(l);
+    const auto av = W::round(W::load(a + i));
+    W::store(a + i, av);
+    W::store(t + i, W::round(W::mul(W::set(c), av)));
+  });
+}
+
+// out <- R(R(coef * scaled) + R(out)): the B and the X updates.
+template <class L, class Tail>
+void combine(float* out, const float* scaled, int64_t n, float coef) {
+  for_lanes<L, Tail>(n, [&](auto l, int64_t i) {
+    using W = decltype(l);
+    const auto term = W::round(W::mul(W::set(coef), W::load(scaled + i)));
+    W::store(out + i, W::round(W::add(term, W::round(W::load(out + i)))));
+  });
+}
+
+template <class L, class Tail>
+void run_steps(const at::Tensor& x, const at::Tensor& xt, at::Tensor y, at::Tensor a,
+               const at::Tensor& t, at::Tensor b, const NsCoefficients& k) {
+  const int64_t n_square = a.numel(), n_wide = x.numel();
+  float *xp = x.data_ptr<float>(), *yp = y.data_ptr<float>();
+  float *ap = a.data_ptr<float>(), *tp = t.data_ptr<float>(), *bp = b.data_ptr<float>();
+  for (int step = 0; step < kNsSteps; ++step) {
+    at::mm_out(a, x, xt);  // A = X X^T
+    round_product<L, Tail>(ap, tp, n_square, k.c);
+    at::mm_out(b, t, a);  // (c A) A
+    combine<L, Tail>(bp, ap, n_square, k.b);
+    at::mm_out(y, b, x);  // B X
+    // X <- R(R(a X) + R(Y)): combine with the roles of its two inputs swapped.
+    for_lanes<L, Tail>(n_wide, [&](auto l, int64_t i) {
+      using W = decltype(l);
+      const auto term = W::round(W::mul(W::set(k.a), W::load(xp + i)));
+      W::store(xp + i, W::round(W::add(term, W::round(W::load(yp + i)))));
+    });
+  }
+}
+
+}  // namespace
+
+NsCoefficients ns_coefficients(at::ScalarType compute) {
+  TORCH_CHECK(compute == at::kFloat || compute == at::kBFloat16,
+              "Newton-Schulz computes in fp32 or bf16, got ", compute);
+  const auto as_dtype = [&](double v) {
+    const auto f = static_cast<float>(v);
+    return compute == at::kBFloat16 ? static_cast<float>(c10::BFloat16(f)) : f;
+  };
+  return {as_dtype(kNsA), as_dtype(kNsB), as_dtype(kNsC), compute == at::kBFloat16};
+}
+
+NsWorkspace::NsWorkspace(int64_t count, int64_t rows, int64_t cols)
+    : count_(count), rows_(rows), cols_(cols) {
+  TORCH_CHECK(count > 0 && rows > 0 && rows <= cols, "NsWorkspace takes wide stacks, got [", count,
+              ", ", rows, ", ", cols, "]");
+  const auto f32 = at::TensorOptions().dtype(at::kFloat);
+  x_ = at::zeros({count, rows, cols}, f32);
+  y_ = at::empty({count, rows, cols}, f32);
+  a_ = at::empty({count, rows, rows}, f32);
+  t_ = at::empty({count, rows, rows}, f32);
+  b_ = at::empty({count, rows, rows}, f32);
+}
+
+double NsWorkspace::slice_flop() const {
+  const auto r = static_cast<double>(rows_), c = static_cast<double>(cols_);
+  return kNsSteps * (4 * r * r * c + 2 * r * r * r);
+}
+
+void NsWorkspace::iterate(int64_t slice, const NsCoefficients& k) {
+  TORCH_CHECK(slice >= 0 && slice < count_, "slice ", slice, " of a stack of ", count_);
+  // Views made with from_blob: no operator call (x_[slice] would be one per view).
+  const auto f32 = at::TensorOptions().dtype(at::kFloat);
+  const auto view = [&](const at::Tensor& t, at::IntArrayRef sizes, at::IntArrayRef strides) {
+    return at::from_blob(static_cast<float*>(t.data_ptr()) + slice * sizes[0] * sizes[1], sizes,
+                         strides, f32);
+  };
+  const auto x = view(x_, {rows_, cols_}, {cols_, 1});                           // [r, c]
+  const auto xt = at::from_blob(x.data_ptr(), {cols_, rows_}, {1, cols_}, f32);  // [c, r] view
+  const auto y = view(y_, {rows_, cols_}, {cols_, 1});                           // [r, c]
+  const auto a = view(a_, {rows_, rows_}, {rows_, 1});                           // [r, r]
+  const auto t = view(t_, {rows_, rows_}, {rows_, 1});                           // [r, r]
+  const auto b = view(b_, {rows_, rows_}, {rows_, 1});                           // [r, r]
+  if (k.round_bf16)
+    run_steps<Lanes<true>, ScalarLanes<true>>(x, xt, y, a, t, b, k);
+  else
+    run_steps<Lanes<false>, ScalarLanes<false>>(x, xt, y, a, t, b, k);
+}
+
+void iterate_all(const std::vector<NsWorkspace*>& workspaces, const NsCoefficients& k) {
+  struct Item {
+    NsWorkspace* ws;
+    int64_t slice;
+    double cost;
+  };
+  // A slice's cost: its arithmetic plus its 15 gemm calls' fixed cost (~1 us per at::mm_out on
+  // tiny matrices here, i.e. ~6e4 flop at the ~60 GFLOP/s a core reaches).
+  constexpr double kCallCost = 6e4;
+  std::vector<Item> items;
+  for (auto* ws : workspaces)
+    for (int64_t s = 0; s < ws->count(); ++s)
+      items.push_back({ws, s, ws->slice_flop() + 3 * kNsSteps * kCallCost});
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item& l, const Item& r) { return l.cost > r.cost; });
+  const int threads = at::in_parallel_region() ? 1 : std::max(1, at::get_num_threads());
+  std::vector<std::vector<Item>> lanes(static_cast<size_t>(threads));
+  std::vector<double> load(lanes.size(), 0.0);
+  for (const auto& item : items) {
+    const auto lane = std::min_element(load.begin(), load.end()) - load.begin();
+    lanes[lane].push_back(item);
+    load[lane] += item.cost;
+  }
+  // Grain 1 over `threads` lanes: each intra-op thread takes exactly one lane.
+  at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t lane = begin; lane < end; ++lane)
+      for (const auto& item : lanes[lane]) item.ws->iterate(item.slice, k);
+  });
+}
+
+}  // namespace detrain::optim
