@@ -58,26 +58,6 @@ std::string tiny_args(const TempDir& dir, const std::string& dataset, const std:
          dir.file("runs") + " train.name=" + name;
 }
 
-double max_abs_difference(const NamedTensors& a, const NamedTensors& b, std::string& worst_name) {
-  REQUIRE(a.size() == b.size());
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    REQUIRE(a[i].first == b[i].first);
-    if (!a[i].second.is_floating_point()) {
-      CHECK(torch::equal(a[i].second, b[i].second));
-      continue;
-    }
-    // Relative to the tensor's scale: BN running variances reach the hundreds.
-    const double scale = std::max(1.0, a[i].second.abs().max().item<double>());
-    const double d = (a[i].second - b[i].second).abs().max().item<double>() / scale;
-    if (d > worst) {
-      worst = d;
-      worst_name = a[i].first;
-    }
-  }
-  return worst;
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -200,11 +180,11 @@ TEST_CASE("2 ranks x batch 2 train the weights of 1 process x batch 4, identical
   const Checkpoint a = load_checkpoint(dir.file("runs/one/weights/last.ckpt"));
   const Checkpoint b = load_checkpoint(dir.file("runs/two/weights/last.ckpt"));
   CHECK(a.position.optimizer_steps == b.position.optimizer_steps);
-  std::string worst_model, worst_ema;
-  const double d_model = max_abs_difference(a.model, b.model, worst_model);
-  const double d_ema = max_abs_difference(a.ema, b.ema, worst_ema);
+  const auto model = max_difference(a.model, b.model, /*relative=*/true);
+  const auto ema = max_difference(a.ema, b.ema, /*relative=*/true);
+  const double d_model = model.value, d_ema = ema.value;
   WARN("2 ranks vs 1 process, largest relative difference: model "
-       << d_model << " at " << worst_model << ", EMA " << d_ema << " at " << worst_ema);
+       << d_model << " at " << model.worst_name << ", EMA " << d_ema << " at " << ema.worst_name);
   // The same samples, augmentations, normalisers and BN statistics; what differs is the order
   // of fp32 sums (per-rank partial sums, then the all-reduce). Measured largest difference
   // 4.7e-5 (a BN running variance; printed above), so 3e-4 leaves margin; a local
@@ -281,9 +261,10 @@ TEST_CASE("a 2-rank run stopped mid-epoch resumes with 2 ranks to the uninterrup
   const Checkpoint a = load_checkpoint(dir.file("runs/whole/weights/last.ckpt"));
   const Checkpoint b = load_checkpoint(dir.file("runs/parts/weights/last.ckpt"));
   CHECK(a.position.optimizer_steps == b.position.optimizer_steps);
-  std::string worst;
-  const double d = max_abs_difference(a.model, b.model, worst);
-  WARN("resumed vs uninterrupted 2-rank run: largest relative difference " << d << " at " << worst);
+  const auto diff = max_difference(a.model, b.model, /*relative=*/true);
+  const double d = diff.value;
+  WARN("resumed vs uninterrupted 2-rank run: largest relative difference " << d << " at "
+                                                                           << diff.worst_name);
   // The resumed ranks start from the mean of their pending gradients instead of their own, so
   // the next all-reduce adds the same values in another order; fp32 noise as above.
   CHECK(d < 3e-4);

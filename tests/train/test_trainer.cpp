@@ -59,21 +59,6 @@ std::vector<nlohmann::ordered_json> metrics_without_timing(const std::string& ru
   return out;
 }
 
-// Largest |a - b| over two named tensor lists that must hold the same names in order.
-double max_abs_difference(const NamedTensors& a, const NamedTensors& b) {
-  REQUIRE(a.size() == b.size());
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    REQUIRE(a[i].first == b[i].first);
-    if (!a[i].second.is_floating_point()) {
-      CHECK(torch::equal(a[i].second, b[i].second));
-      continue;
-    }
-    worst = std::max(worst, (a[i].second - b[i].second).abs().max().item<double>());
-  }
-  return worst;
-}
-
 }  // namespace
 
 TEST_CASE("a short run writes its run directory and validates with COCO metrics",
@@ -132,8 +117,8 @@ TEST_CASE("an interrupted and resumed run equals the uninterrupted run bit for b
   const Checkpoint a = load_checkpoint(run_paths(full.run_dir).last_ckpt);
   const Checkpoint b = load_checkpoint(run_paths(resumed.run_dir).last_ckpt);
   // Bit-exact: the same operations on the same values in the same order (fp32, fixed threads).
-  CHECK(max_abs_difference(a.model, b.model) == 0.0);
-  CHECK(max_abs_difference(a.ema, b.ema) == 0.0);
+  CHECK(detrain::test::max_difference(a.model, b.model).value == 0.0);
+  CHECK(detrain::test::max_difference(a.ema, b.ema).value == 0.0);
   CHECK(a.position.optimizer_steps == b.position.optimizer_steps);
   CHECK(metrics_without_timing(full.run_dir) == metrics_without_timing(resumed.run_dir));
   CHECK(full.box_stats == resumed.box_stats);

@@ -1,6 +1,11 @@
 // Fixtures shared by the training tests; see train_fixtures.h.
 #include "train/train_fixtures.h"
 
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+
 namespace detrain::test {
 
 data::SynthSummary tiny_synth(const TempDir& dir, uint64_t seed, int64_t train_images,
@@ -13,6 +18,26 @@ data::SynthSummary tiny_synth(const TempDir& dir, uint64_t seed, int64_t train_i
   o.max_side = 128;
   o.max_objects = 3;
   return data::write_synth_dataset(dir.file("synth"), o);
+}
+
+TensorListDifference max_difference(const train::NamedTensors& a, const train::NamedTensors& b,
+                                    bool relative) {
+  REQUIRE(a.size() == b.size());
+  TensorListDifference out;
+  for (size_t i = 0; i < a.size(); ++i) {
+    REQUIRE(a[i].first == b[i].first);
+    if (!a[i].second.is_floating_point()) {
+      CHECK(torch::equal(a[i].second, b[i].second));
+      continue;
+    }
+    const double scale = relative ? std::max(1.0, a[i].second.abs().max().item<double>()) : 1.0;
+    const double d = (a[i].second - b[i].second).abs().max().item<double>() / scale;
+    if (d > out.value) {
+      out.value = d;
+      out.worst_name = a[i].first;
+    }
+  }
+  return out;
 }
 
 }  // namespace detrain::test

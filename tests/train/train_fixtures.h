@@ -2,9 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "data/synth.h"
 #include "test_support.h"
+#include "train/checkpoint.h"
 
 namespace detrain::test {
 
@@ -12,5 +14,16 @@ namespace detrain::test {
 // under dir/synth (deterministic for a seed).
 data::SynthSummary tiny_synth(const TempDir& dir, uint64_t seed = 11, int64_t train_images = 16,
                               int64_t val_images = 8);
+
+struct TensorListDifference {
+  double value = 0;        // largest difference over the lists
+  std::string worst_name;  // the tensor it came from (empty when every tensor is equal)
+};
+
+// Largest |a - b| over two named tensor lists that must hold the same names in order (integer
+// tensors must be equal). `relative`: each tensor's difference over max(1, max |a|), for lists
+// that mix scales (BN running variances reach the hundreds).
+TensorListDifference max_difference(const train::NamedTensors& a, const train::NamedTensors& b,
+                                    bool relative = false);
 
 }  // namespace detrain::test
