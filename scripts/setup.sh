@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# Installs the Debian packages detrain needs to build and test. Idempotent: quiet and fast when
-# everything is already present. Works as root or through sudo. Nothing is downloaded except
-# through apt.
+# Installs what detrain needs to build and test: Debian packages through apt, and the PyPI torch
+# wheel (CUDA-enabled LibTorch 2.x, its CMake package inside) into a project-local virtual
+# environment. Idempotent: quiet and fast when everything is already present. Works as root or
+# through sudo. Nothing is downloaded except through apt and pip.
+# Environment: DETRAIN_TORCH_VENV (default .venv), DETRAIN_TORCH_VERSION (default 2.11.0: the
+# version the lent GPU machines carry, with CUDA 13).
 set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="${DETRAIN_TORCH_VENV:-$root/.venv}"
+torch_version="${DETRAIN_TORCH_VERSION:-2.11.0}"
 
 # One line per package, with why it is here.
 packages=(
@@ -10,9 +16,8 @@ packages=(
   ninja-build            # fast builds
   g++                    # compiler (C++17)
   ccache                 # warm rebuilds in CI and locally
-  libtorch-dev           # tensors, autograd, nn (LibTorch 1.13 on Debian 12)
-  libgloo-dev            # headers that c10d/ProcessGroupGloo.hpp includes (distributed training)
-  libopenblas0-openmp    # without it Debian falls back to the reference BLAS (14-20x slower fp32 matmul)
+  libgloo-dev            # gloo headers that c10d/ProcessGroupGloo.hpp includes (the wheel has none)
+  iproute2               # `ip netns` for the two-host distributed test
   libopencv-dev          # image decode, warps, drawing
   libturbojpeg0-dev      # JPEG decode with DCT-domain downscaling for the loader
   nlohmann-json3-dev     # JSON (configs, results, metrics)
@@ -24,24 +29,53 @@ packages=(
   clang-format           # formatting check
 )
 
+# The virtual environment that carries the torch wheel needs `python3 -m venv`; a Python that is
+# not Debian's (pyenv, conda) brings its own, Debian's comes in python3-venv.
+if ! { command -v python3 >/dev/null && python3 -c 'import venv, ensurepip' 2>/dev/null; }; then
+  packages+=(python3 python3-venv)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [[ "$status" == "install ok installed" ]] || missing+=("$p")
 done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
-
-if [[ $(id -u) -eq 0 ]]; then
-  sudo=()
-elif command -v sudo >/dev/null 2>&1; then
-  sudo=(sudo)
-else
-  echo "setup.sh: need root or sudo to install: ${missing[*]}" >&2
-  exit 1
+if [[ ${#missing[@]} -gt 0 ]]; then
+  if [[ $(id -u) -eq 0 ]]; then
+    sudo=()
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo=(sudo)
+  else
+    echo "setup.sh: need root or sudo to install: ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "setup.sh: installing ${#missing[@]} Debian package(s): ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-echo "setup.sh: installing ${#missing[@]} Debian package(s): ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "setup.sh: done"
+# The torch wheel. Present and of the pinned version: nothing to do (a directory check, no
+# Python start-up). A venv whose interpreter no longer runs (its Python was removed or moved)
+# is rebuilt, saying so.
+have_pinned_torch() {
+  compgen -G "$venv/lib/python3*/site-packages/torch-$torch_version.dist-info" >/dev/null &&
+    compgen -G "$venv/lib/python3*/site-packages/torch/share/cmake/Torch/TorchConfig.cmake" >/dev/null
+}
+if [[ -d "$venv" ]] && ! "$venv/bin/python" -c '' 2>/dev/null; then
+  echo "setup.sh: $venv is broken (its python does not run); rebuilding it"
+  rm -rf "$venv"
+fi
+if ! have_pinned_torch; then
+  if [[ ! -d "$venv" ]]; then
+    echo "setup.sh: creating the virtual environment $venv"
+    python3 -m venv "$venv"
+  fi
+  echo "setup.sh: installing torch==$torch_version (CUDA-enabled wheel, about 4.5 GB with its CUDA libraries) into $venv"
+  if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "torch==$torch_version"; then
+    echo "setup.sh: pip could not install torch==$torch_version into $venv; check the network to PyPI, then run scripts/setup.sh again" >&2
+    exit 1
+  fi
+  have_pinned_torch || { echo "setup.sh: torch==$torch_version installed into $venv but its CMake package is missing (TorchConfig.cmake); remove $venv and run scripts/setup.sh again" >&2; exit 1; }
+  echo "setup.sh: done"
+fi
