@@ -191,7 +191,8 @@ Command add_bench_step(CLI::App& bench) {
       ->check(CLI::Range(1, 100000));
   app->add_option("--warmup", a->warmup, "iterations excluded first (default 3)")
       ->check(CLI::Range(0, 1000));
-  app->add_option("--precision", a->precisions, "comma list of fp32, bf16 (default both)");
+  app->add_option("--precision", a->precisions,
+                  "comma list of fp32, bf16, bf16-always (default fp32,bf16)");
   app->add_option("--nproc", a->nprocs,
                   "comma list of rank counts, e.g. 1,2 (data.batch = --batch is the global "
                   "batch; N > 1 runs detrain train --nproc N)");

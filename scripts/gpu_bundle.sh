@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Collects what the GPU machine lacks (OpenCV core/imgproc/imgcodecs, libturbojpeg, yaml-cpp,
-# spdlog, fmt, TBB, and the header-only CLI11, nlohmann-json, Catch2 2 with its prebuilt main)
+# spdlog, fmt, TBB, and the header-only CLI11, nlohmann-json, gloo (the c10d Gloo headers the torch
+# wheel lacks), Catch2 2 with its prebuilt main)
 # from this Debian machine into .gpu_bundle/ (lib/, include/, lib/cmake/, share/cmake/).
 # Deliberate difference from "copy the ldd closure": imgcodecs' closure (GDAL, GDCM, OpenEXR,
 # TIFF, OpenJPEG: ~220 MB) and core's LAPACK/BLAS/GLX are replaced by generated stub libraries
@@ -91,7 +92,7 @@ done
 [ "$missing" = 0 ] || exit 1
 
 # Headers.
-cp -r /usr/include/yaml-cpp /usr/include/spdlog /usr/include/fmt /usr/include/nlohmann \
+cp -r /usr/include/yaml-cpp /usr/include/spdlog /usr/include/fmt /usr/include/nlohmann /usr/include/gloo \
   /usr/include/CLI /usr/include/catch2 /usr/include/turbojpeg.h "$OUT/include/"
 mkdir -p "$OUT/include/opencv4/opencv2"
 for m in core imgproc imgcodecs; do cp -r "/usr/include/opencv4/opencv2/$m" "/usr/include/opencv4/opencv2/$m.hpp" \

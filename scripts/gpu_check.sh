@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: configure and build detrain against the machine's CUDA LibTorch
-# (Python torch's CMake package) and .gpu_bundle/ (scripts/gpu_bundle.sh), run the [gpu] tests,
+# (Python torch's CMake package: the same torch 2.11 wheel, DETRAIN_CUDA=ON, that every CPU build
+# and CI compile and link) and .gpu_bundle/ (scripts/gpu_bundle.sh), run the [gpu] and
+# [cuda-build] tests,
 # then `bench optim` and (when the tree has it) `bench step` in fresh processes alternating
 # MuSGD bucketing exact / off (ABBA, 5 pairs, one warm-up process first and excluded).
 # Writes env.txt, build/test logs, raw/*.json and summary.md under $OUT (default ./gpu_check_out).
@@ -66,7 +68,7 @@ note "build: ok ($(grep -c "Building" "$OUT/build.log") units)"
 fi
 
 phase "[gpu] tests"
-timeout 150 "$BUILD/detrain_tests" "[gpu]" >"$OUT/gpu_tests.log" 2>&1
+timeout 150 "$BUILD/detrain_tests" "[gpu],[cuda-build]" >"$OUT/gpu_tests.log" 2>&1
 TESTS_RC=$?
 "$BUILD/detrain" --version | tee -a "$OUT/env.txt"
 # On the GPU machine a skipped [gpu] test means CUDA was not usable: that is a failure here.

@@ -27,6 +27,13 @@ function(detrain_torch_config_in entry out_var)
   set(${out_var} "${found}" PARENT_SCOPE)
 endfunction()
 
+# A Torch_DIR that this file chose on an earlier configure is chosen afresh, so a later
+# -DCMAKE_PREFIX_PATH or a repaired venv takes effect in the same build folder.
+if(Torch_DIR AND "${Torch_DIR}" STREQUAL "${DETRAIN_TORCH_DIR_CHOSEN}")
+  unset(Torch_DIR CACHE)
+  unset(Torch_DIR)
+endif()
+
 set(detrain_torch_config "")
 if(Torch_DIR AND EXISTS "${Torch_DIR}/TorchConfig.cmake")
   get_filename_component(detrain_torch_config "${Torch_DIR}" ABSOLUTE)
@@ -73,6 +80,9 @@ if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
   set(TORCH_CUDA_ARCH_LIST "9.0")
 endif()
 set(Torch_DIR "${detrain_torch_config}" CACHE PATH "folder of TorchConfig.cmake" FORCE)
+if(NOT detrain_torch_origin STREQUAL "Torch_DIR")
+  set(DETRAIN_TORCH_DIR_CHOSEN "${detrain_torch_config}" CACHE INTERNAL "Torch_DIR chosen here")
+endif()
 find_package(Torch REQUIRED CONFIG)
 
 get_filename_component(detrain_torch_lib_dir "${TORCH_LIBRARY}" DIRECTORY)

@@ -1,6 +1,9 @@
 // Test helpers; see test_support.h.
 #include "test_support.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <array>
@@ -40,6 +43,25 @@ std::optional<std::string> golden_or_skip(const std::string& file) {
 }
 
 std::string detrain_binary() { return DETRAIN_BINARY; }
+
+int free_tcp_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::optional<std::string> torchrun_or_skip() {
+  const std::string path = DETRAIN_TORCHRUN;
+  if (!path.empty() && fs::exists(path)) return path;
+  skip("no torchrun beside this build's LibTorch (" + path + "); build against the torch wheel");
+  return std::nullopt;
+}
 
 RunResult run_detrain(const std::string& args, const std::string& cwd) {
   const std::string dir = cwd.empty() ? source_dir() : cwd;

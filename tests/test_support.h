@@ -28,6 +28,13 @@ RunResult run_detrain(const std::string& args, const std::string& cwd = "");
 // The built detrain binary's absolute path (for tests that start several processes).
 std::string detrain_binary();
 
+// A TCP port on loopback that was free a moment ago (for rendezvous in multi-process tests).
+int free_tcp_port();
+
+// The torchrun launcher beside the torch wheel this build uses, or skips (as above) when the
+// build's LibTorch came without one (a LibTorch zip rather than the wheel).
+std::optional<std::string> torchrun_or_skip();
+
 // A fresh empty directory under the system temp dir, removed when the object dies.
 class TempDir {
  public:

@@ -38,16 +38,7 @@ std::string version_report() {
   std::ostringstream out;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   out << "detrain " << version_string() << " (" << git_describe() << ")\n";
-  out << "LibTorch " << compat::torch_version() << ", CUDA "
-      << (compat::cuda_available()
-              ? "available (" + std::to_string(compat::cuda_device_count()) + " device(s))"
-              : std::string("not available"))
-#ifdef DETRAIN_WITH_CUDA
-      << ", built with CUDA"
-#else
-      << ", CPU build"
-#endif
-      << "\n";
+  out << "LibTorch " << compat::torch_version() << ", CUDA: " << compat::cuda_status() << "\n";
   out << "OpenCV " << CV_VERSION << ", " << cores << " core(s); runtime.threads=0 uses all of them";
   return out.str();
 }

@@ -1,5 +1,5 @@
-// Version switches for LibTorch 1.13 vs 2.x; see torch_compat.h. The autocast API became
-// device-generic in 2.4 (set_autocast_enabled(device, bool)); 1.13 has per-device names.
+// Version- and build-dependent LibTorch calls; see torch_compat.h. The autocast API is the
+// device-generic one of LibTorch >= 2.4 (set_autocast_enabled(device, bool)).
 #include "compat/torch_compat.h"
 
 #include <ATen/Parallel.h>
@@ -14,16 +14,24 @@
 
 #include "common/errors.h"
 
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-#define DETRAIN_AUTOCAST_DEVICE_API 1
-#else
-#define DETRAIN_AUTOCAST_DEVICE_API 0
+#if TORCH_VERSION_MAJOR < 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 4)
+#error "detrain needs LibTorch >= 2.4 (device-generic autocast); see scripts/torch_package.cmake"
 #endif
 
 namespace detrain::compat {
 
 bool cuda_available() { return torch::cuda::is_available(); }
 int cuda_device_count() { return static_cast<int>(torch::cuda::device_count()); }
+
+std::string cuda_status() {
+#ifdef DETRAIN_WITH_CUDA
+  const int devices = cuda_available() ? cuda_device_count() : 0;
+  return devices > 0 ? "compiled, " + std::to_string(devices) + " device(s)"
+                     : std::string("compiled, no device");
+#else
+  return "not compiled (CPU build)";
+#endif
+}
 
 torch::Device parse_device(const std::string& text) {
   if (text == "cpu") return torch::Device(torch::kCPU);
@@ -50,37 +58,18 @@ torch::Device parse_device(const std::string& text) {
 }
 
 bool autocast_enabled(torch::DeviceType device) {
-#if DETRAIN_AUTOCAST_DEVICE_API
   return at::autocast::is_autocast_enabled(device);
-#else
-  return device == torch::kCUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
-#endif
 }
 
 namespace {
 
 torch::ScalarType autocast_dtype(torch::DeviceType device) {
-#if DETRAIN_AUTOCAST_DEVICE_API
   return at::autocast::get_autocast_dtype(device);
-#else
-  return device == torch::kCUDA ? at::autocast::get_autocast_gpu_dtype()
-                                : at::autocast::get_autocast_cpu_dtype();
-#endif
 }
 
 void set_autocast(torch::DeviceType device, bool enabled, torch::ScalarType dtype) {
-#if DETRAIN_AUTOCAST_DEVICE_API
   at::autocast::set_autocast_enabled(device, enabled);
   at::autocast::set_autocast_dtype(device, dtype);
-#else
-  if (device == torch::kCUDA) {
-    at::autocast::set_enabled(enabled);
-    at::autocast::set_autocast_gpu_dtype(dtype);
-  } else {
-    at::autocast::set_cpu_enabled(enabled);
-    at::autocast::set_autocast_cpu_dtype(dtype);
-  }
-#endif
 }
 
 }  // namespace

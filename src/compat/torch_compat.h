@@ -1,6 +1,7 @@
-// The only place that knows LibTorch 1.13 from 2.x. Everything version-dependent (autocast,
-// thread defaults, CUDA queries and memory statistics) goes through these functions so the
-// rest of the code compiles unchanged against Debian's 1.13 (CPU) and Python's torch 2.x (CUDA).
+// The only place that knows LibTorch's version- and build-dependent API (autocast, thread
+// defaults, CUDA queries and memory statistics, c10d's backend class). detrain builds against
+// LibTorch >= 2.4 (scripts/torch_package.cmake refuses older ones); CUDA parts compile when
+// DETRAIN_WITH_CUDA is set and answer "no CUDA" otherwise.
 #pragma once
 
 #include <torch/types.h>
@@ -10,23 +11,22 @@
 #include <string>
 
 namespace c10d {
-class ProcessGroup;
 class Backend;
 }  // namespace c10d
 
 namespace detrain::compat {
 
-// The class c10d's Gloo and NCCL process groups derive from: ProcessGroup in 1.13, Backend
-// in 2.x (same collective calls: allreduce, broadcast, barrier, each returning a Work).
-#if TORCH_VERSION_MAJOR >= 2
+// The class c10d's Gloo and NCCL process groups derive from (collective calls allreduce,
+// broadcast, barrier, each returning a Work).
 using CollectiveBackend = c10d::Backend;
-#else
-using CollectiveBackend = c10d::ProcessGroup;
-#endif
 
 // True when LibTorch was built with CUDA and a device is visible.
 bool cuda_available();
 int cuda_device_count();
+
+// What `detrain --version` says of CUDA: "compiled, N device(s)", "compiled, no device" or
+// "not compiled (CPU build)".
+std::string cuda_status();
 
 // Parses "cpu", "cuda", "cuda:N". Throws ConfigError naming the value when it is malformed or
 // names a device that is not there.
@@ -50,12 +50,13 @@ class AutocastGuard {
 bool autocast_enabled(torch::DeviceType device);
 
 // True when LibTorch's CPU convolutions take oneDNN's bf16 kernels on this processor. LibTorch
-// (1.13 and 2.x alike) sends a bf16 convolution to oneDNN only when the CPU has AVX-512 BW, VL
+// sends a bf16 convolution to oneDNN only when the CPU has AVX-512 BW, VL
 // and DQ; without them it runs the reference im2col + scalar-gemm kernel (_slow_conv2d_*, once
 // per group), 16-32x slower than fp32 for a yolo26n step on an AVX2-only AMD EPYC (issue 8).
 bool cpu_has_fast_bf16_conv();
 
-// Intra-op threads; LibTorch 1.13 defaults to half the cores on x86, so always set it.
+// Intra-op threads; set from the config, never left to LibTorch's default (which has changed
+// between versions).
 void set_num_threads(int threads);
 int num_threads();
 
@@ -73,7 +74,7 @@ struct CudaMemoryStats {
 CudaMemoryStats cuda_memory_stats(const torch::Device& device);
 void reset_cuda_peak_memory(const torch::Device& device);
 
-// "1.13.0" / "2.11.0"
+// "2.11.0"
 std::string torch_version();
 
 }  // namespace detrain::compat

@@ -57,8 +57,10 @@ struct TrainOptions {
     v("ema_decay", ema_decay, "EMA decay (ramped by 1 - exp(-updates/ema_tau))",
       Constraint::range(0, 1));
     v("ema_tau", ema_tau, "EMA ramp length in optimizer updates", Constraint::range(1, 1e9));
-    v("precision", precision, "bf16 autocast (fp32 master weights) or fp32",
-      Constraint::one_of({"bf16", "fp32"}));
+    v("precision", precision,
+      "bf16 autocast (fp32 master weights; fp32 on a CPU without fast bf16 convolutions), "
+      "bf16-always (bf16 even there, for measurements) or fp32",
+      Constraint::one_of({"bf16", "bf16-always", "fp32"}));
     v("max_bad_steps", max_bad_steps,
       "stop after this many skipped non-finite steps (the last good checkpoint is kept)",
       Constraint::range(0, 1000000));

@@ -17,6 +17,7 @@
 #include "compat/torch_compat.h"
 
 #if defined(DETRAIN_WITH_C10D)
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #if defined(USE_C10D_NCCL)
@@ -95,6 +96,8 @@ DistEnv read_dist_env(const std::function<const char*(const char*)>& getenv_fn) 
       env.master_addr = launch;
   }
   if (const char* addr = get("MASTER_ADDR"); addr && *addr) env.master_addr = addr;
+  if (const char* agent = get("TORCHELASTIC_USE_AGENT_STORE"))
+    env.agent_store = std::string(agent) == "True" || std::string(agent) == "1";
   env.master_port = static_cast<int>(env_int(get, "MASTER_PORT", env.master_port, 1));
   if (env.master_port > 65535)
     throw ConfigError(fmt::format("MASTER_PORT={} is not a TCP port (1-65535)", env.master_port));
@@ -129,11 +132,15 @@ Distributed::Distributed(const DistEnv& env, const torch::Device& device,
   try {
     c10d::TCPStoreOptions store_options;
     store_options.port = static_cast<std::uint16_t>(env.master_port);
-    store_options.isServer = env.rank == 0;
+    store_options.isServer = env.rank == 0 && !env.agent_store;
     store_options.numWorkers = static_cast<std::size_t>(env.world_size);
+    // Every rank counts itself in on connecting (so rank 0 can wait for all); only the server
+    // waits, and under torchrun nobody here is the server.
     store_options.waitWorkers = true;
     store_options.timeout = timeout;
-    impl_->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+    // A launcher's store holds its own keys (torchrun's rendezvous): ours live under a prefix.
+    impl_->store = c10::make_intrusive<c10d::PrefixStore>(
+        "detrain", c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options));
     if (device.is_cuda()) {
 #if defined(USE_C10D_NCCL)
       auto options = c10d::ProcessGroupNCCL::Options::create();
@@ -292,7 +299,8 @@ void Distributed::average_gradients(const std::vector<torch::Tensor>& params,
 torch::Tensor Distributed::sum(const torch::Tensor& t, const std::string& what) {
   torch::NoGradGuard no_grad;
   const bool reduced = t.scalar_type() == torch::kBFloat16 || t.scalar_type() == torch::kHalf;
-  // Gloo in 1.13 has no bf16 reductions; a private contiguous copy is reduced in place.
+  // Half-precision values are summed in fp32 (one rounding at the end, and Gloo's bf16
+  // support differs between versions); a private contiguous copy is reduced in place.
   std::vector<torch::Tensor> v{reduced ? t.to(torch::kFloat).contiguous()
                                        : t.detach().contiguous().clone()};
   try {

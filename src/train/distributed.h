@@ -30,13 +30,17 @@ struct DistEnv {
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   std::string source = "none";  // "env" (RANK/WORLD_SIZE), "slurm" or "none"
+  // torchrun (TORCHELASTIC_USE_AGENT_STORE=True): its agent already hosts the store on
+  // MASTER_ADDR:MASTER_PORT, so every rank, rank 0 included, connects as a client.
+  bool agent_store = false;
   bool distributed() const { return world_size > 1; }
 };
 
 // Reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; without
 // RANK/WORLD_SIZE, Slurm's SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE
-// and SLURM_LAUNCH_NODE_IPADDR (MASTER_ADDR wins when set). Throws ConfigError naming the
-// variable when one is malformed or inconsistent. `getenv` is injectable for tests.
+// and SLURM_LAUNCH_NODE_IPADDR (MASTER_ADDR wins when set); TORCHELASTIC_USE_AGENT_STORE. Throws
+// ConfigError naming the variable when one is malformed or inconsistent. `getenv` is injectable for
+// tests.
 DistEnv read_dist_env(const std::function<const char*(const char*)>& getenv = {});
 
 class Distributed {

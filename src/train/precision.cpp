@@ -11,15 +11,26 @@ namespace detrain::train {
 
 Precision parse_precision(const std::string& text) {
   if (text == "bf16") return Precision::kBf16;
+  if (text == "bf16-always") return Precision::kBf16Always;
   if (text == "fp32") return Precision::kFp32;
-  throw ConfigError("config: train.precision is '" + text + "'; expected bf16 or fp32");
+  throw ConfigError("config: train.precision is '" + text +
+                    "'; expected bf16, bf16-always or fp32");
 }
 
 const char* precision_name(Precision precision) {
-  return precision == Precision::kBf16 ? "bf16" : "fp32";
+  switch (precision) {
+    case Precision::kBf16:
+      return "bf16";
+    case Precision::kBf16Always:
+      return "bf16-always";
+    case Precision::kFp32:
+      break;
+  }
+  return "fp32";
 }
 
 Precision effective_precision(Precision requested, const torch::Device& device) {
+  if (requested == Precision::kBf16Always) return Precision::kBf16;
   if (requested != Precision::kBf16 || !device.is_cpu() || compat::cpu_has_fast_bf16_conv())
     return requested;
   spdlog::warn(

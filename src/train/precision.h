@@ -16,15 +16,17 @@
 
 namespace detrain::train {
 
-enum class Precision { kFp32, kBf16 };
+// kBf16Always: BF16 even on a CPU where it is slow (to measure that); never an effective one.
+enum class Precision { kFp32, kBf16, kBf16Always };
 
-// "bf16" | "fp32" (train.precision); throws ConfigError otherwise.
+// "bf16" | "bf16-always" | "fp32" (train.precision); throws ConfigError otherwise.
 Precision parse_precision(const std::string& text);
 const char* precision_name(Precision precision);
 
 // The precision a run uses on `device`: `requested`, except that kBf16 becomes kFp32 on a CPU
 // without oneDNN's bf16 convolutions (compat::cpu_has_fast_bf16_conv), where autocast would
-// make a yolo26n step 16-32x slower. Logs one warning line when it falls back.
+// make a yolo26n step 16-32x slower, and kBf16Always becomes kBf16. Logs one warning line when
+// it falls back.
 Precision effective_precision(Precision requested, const torch::Device& device);
 
 // Autocast for the model's forward pass on `device`'s type while alive: BF16 when `precision`

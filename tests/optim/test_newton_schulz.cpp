@@ -32,24 +32,35 @@ constexpr double kNsVsVariant = 2e-2;
 // The five steps as one ATen op per formula term, bf16 products widened to fp32 for each
 // matmul and rounded back (the implementation before the CPU kernel): the kernel must give the
 // same bits. `x` [r, c] is normalised and wide.
+// The five steps as plain fp32 tensor arithmetic with every bf16 rounding spelled out, where
+// the reference's bf16 ops round (LibTorch 1.13, which made the goldens, rounds a scalar to
+// bf16 before a bf16 multiply and each op's fp32 result once). Written out so that it does not
+// depend on how a LibTorch version treats scalars: 2.x keeps them in fp32 for bf16 tensors.
 torch::Tensor aten_steps(torch::Tensor x) {
   const bool bf16 = x.scalar_type() == torch::kBFloat16;
-  const auto wide = [&](const torch::Tensor& t) { return bf16 ? t.to(torch::kFloat) : t; };
-  const auto round = [&](const torch::Tensor& t) { return bf16 ? t.to(torch::kBFloat16) : t; };
+  const auto k = [&](double v) {
+    const auto f = static_cast<float>(v);
+    return bf16 ? static_cast<float>(c10::BFloat16(f)) : f;
+  };
+  const auto r = [&](const torch::Tensor& t) {
+    return bf16 ? t.to(torch::kBFloat16).to(torch::kFloat) : t;
+  };
+  auto xf = x.to(torch::kFloat);
   for (int step = 0; step < kNsSteps; ++step) {
-    const auto xw = wide(x);
-    const auto a = round(xw.mm(xw.t()));
-    const auto b = kNsB * a + round(wide(kNsC * a).mm(wide(a)));
-    x = kNsA * x + round(wide(b).mm(xw));
+    const auto a = r(xf.mm(xf.t()));
+    const auto b = r(r(k(kNsB) * a) + r(r(k(kNsC) * a).mm(a)));
+    xf = r(r(k(kNsA) * xf) + r(b.mm(xf)));
   }
-  return x;
+  return xf.to(x.scalar_type());
 }
 
 torch::Tensor aten_newton_schulz(const torch::Tensor& matrix, torch::ScalarType compute) {
   auto x = matrix.to(compute);
   x = x / (x.norm() + kNsEps);
   const bool tall = matrix.size(0) > matrix.size(1);
-  x = aten_steps(tall ? x.t() : x);
+  // A contiguous copy of the wide orientation, as the kernel's workspace holds it: LibTorch
+  // 2.x's BLAS sums a transposed view's products in another order (1 ulp in fp32).
+  x = aten_steps(tall ? x.t().contiguous() : x);
   return tall ? x.t() : x;
 }
 

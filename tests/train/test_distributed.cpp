@@ -2,9 +2,6 @@
 // LibTorch's own BatchNorm, and real multi-process runs over Gloo on loopback — 2 ranks x
 // batch b against 1 process x batch 2b, weights identical on every rank after every step,
 // a killed rank, and resuming with another world size.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -32,18 +29,6 @@ std::function<const char*(const char*)> env_of(const std::map<std::string, std::
     const auto it = vars.find(name);
     return it == vars.end() ? nullptr : it->second.c_str();
   };
-}
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 // On tiny_synth's 16 train images: 2 ranks x 2 divide them evenly (no padded samples), so 2
@@ -205,7 +190,7 @@ TEST_CASE("a killed rank makes the other exit with an error naming it, within th
   TempDir dir;
   const auto synth = tiny_synth(dir);
   const std::string args = tiny_args(dir, synth.detect_yaml, "killed") + " train.dist_timeout_s=30";
-  const int port = free_port();
+  const int port = free_tcp_port();
   // Two ranks started by hand, as torchrun would: rank 1 kills itself (SIGKILL) at its third
   // iteration; rank 0 must notice on its own, without a launcher to stop it.
   const std::string env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) +
