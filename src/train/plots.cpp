@@ -144,7 +144,8 @@ void draw_panel(cv::Mat& canvas, cv::Rect area, const std::string& title,
     for (size_t i = 0; i < sx.size(); ++i)
       cv::circle(canvas, fixed(to_px(sx[i], sy[i])), 3 * 16, series[k].colour, cv::FILLED,
                  cv::LINE_AA, 4);
-    if (series.size() == 1 && sx.size() >= 3) {
+    // A learning rate is a schedule, not a noisy measurement: no trend line.
+    if (series.size() == 1 && sx.size() >= 3 && title != "lr") {
       const std::vector<double> smooth = trend_smooth(sy, 3.0);
       for (size_t i = 0; i + 1 < sx.size(); ++i)
         cv::line(canvas, fixed(to_px(sx[i], smooth[i])), fixed(to_px(sx[i + 1], smooth[i + 1])),
