@@ -64,14 +64,14 @@ TEST_CASE("usage errors are one prefixed line with a hint and exit 2", "[smoke][
   CHECK(run_detrain("bench loader -w 1").exit_code == 2);
 }
 
-TEST_CASE("bare config keys resolve to their one section, and say so", "[smoke][cli][usage]") {
+TEST_CASE("bare config keys resolve to their one section and say so", "[smoke][cli][usage]") {
   const auto bare = run_detrain("config show epochs=3");
   INFO(bare.output);
   REQUIRE(bare.exit_code == 0);
   CHECK_THAT(bare.output, Catch::Contains("epochs taken as train.epochs"));
-  const size_t row = bare.output.find("train.epochs ");
+  const size_t row = bare.output.find("\n  train.epochs ");  // the table's row
   REQUIRE(row != std::string::npos);
-  const std::string line = bare.output.substr(row, bare.output.find('\n', row) - row);
+  const std::string line = bare.output.substr(row + 1, bare.output.find('\n', row + 1) - row - 1);
   CHECK_THAT(line, Catch::Contains(" 3 ") && Catch::EndsWith("override"));
 
   const auto two = run_detrain("config show batch=4");
