@@ -397,7 +397,8 @@ void Trainer::resume_from(const std::string& where) {
   if (c.position.finished)
     throw ConfigError(path +
                       ": this run already finished every epoch; nothing to resume "
-                      "(start a new run, or raise train.epochs in a new run with model.weights)");
+                      "(train longer in a new run from its weights: model.weights=" +
+                      path + " train.epochs=N)");
   if (c.config_hash != resolved.hash) {
     const config::ResolvedConfig saved = checkpoint_config(c.config_yaml, path, {});
     const auto changes = config::diff(saved.experiment, x);
