@@ -214,7 +214,8 @@ TEST_CASE("predict keeps every input's name and extension and never overwrites",
   CHECK(fs::exists(dir.file("out/labels/sub/b.txt")));
   CHECK_FALSE(fs::exists(dir.file("out/sub/b.jpg")));
 
-  const auto glob = run_detrain("predict -w '" + weights + "' -s '" + dir.file("in") +
+  // A run directory as weights: its best.ckpt.
+  const auto glob = run_detrain("predict -w '" + s.run_dir + "' -s '" + dir.file("in") +
                                 "/*.png' -o '" + dir.file("glob") + "'");
   INFO(glob.output);
   REQUIRE(glob.exit_code == 0);
