@@ -243,7 +243,7 @@ Command add_bench_loader(CLI::App& bench) {
       ->check(CLI::Range(32, 4096));
   app->add_option("--batch,-b", args->batch, "images per batch (default 16)")
       ->check(CLI::Range(1, 1024));
-  app->add_option("--workers,-w", args->workers, "worker counts to measure (default 1,2)")
+  app->add_option("--workers", args->workers, "worker counts to measure (default 1,2)")
       ->delimiter(',')
       ->check(CLI::Range(0, 256));
   app->add_option("--repeats,-r", args->repeats, "timed repeats, best kept (default 3)")

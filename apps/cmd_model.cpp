@@ -236,7 +236,7 @@ Command add_model_command(CLI::App& root) {
   app->add_option("--model,-m", args->arch,
                   "architecture YAML (models/yolo26.yaml, yolo26s, yolo11n-pose.yaml, ...); "
                   "default model.arch");
-  app->add_option("--scale,-s", args->scale, "scale n/s/m/l/x; default model.scale")
+  app->add_option("--scale", args->scale, "scale n/s/m/l/x; default model.scale")
       ->check(CLI::IsMember({"n", "s", "m", "l", "x"}));
   app->add_option("--nc", args->nc, "number of classes; default model.nc, else the YAML's")
       ->check(CLI::Range(1, 100000));

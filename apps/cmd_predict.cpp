@@ -16,11 +16,22 @@ namespace {
 struct PredictArgs {
   ConfigArgs config;
   std::string weights, source, out, data;
+  double conf = -1;     // < 0: val.predict_conf
+  int64_t imgsz = 0;    // 0: data.imgsz
+  int64_t max_det = 0;  // 0: val.max_det
+  bool no_draw = false;
+  train::PredictOptions options;
 };
 
 int run_predict(const PredictArgs& args) {
   std::vector<std::string> overrides = args.config.overrides;
   if (!args.data.empty()) overrides.push_back("data.dataset=" + args.data);
+  // The Ultralytics flags are config keys underneath (shown in the config as overrides).
+  if (args.conf >= 0) overrides.push_back("val.predict_conf=" + std::to_string(args.conf));
+  if (args.imgsz > 0) overrides.push_back("data.imgsz=" + std::to_string(args.imgsz));
+  if (args.max_det > 0) overrides.push_back("val.max_det=" + std::to_string(args.max_det));
+  train::PredictOptions options = args.options;
+  options.draw = !args.no_draw;
   const config::ResolvedConfig given = config::resolve(args.config.config_file, {});
   train::InferenceModel m = train::load_inference_model(args.weights, given, overrides);
   const config::Experiment& x = m.config.experiment;
@@ -33,11 +44,13 @@ int run_predict(const PredictArgs& args) {
     std::cerr << "detrain: note: " << x.data.dataset
               << " is not readable here; classes are shown as indices\n";
   }
-  const train::PredictSummary s =
-      train::predict_images(*m.model, x, dataset ? &*dataset : nullptr, args.source, args.out);
+  const train::PredictSummary s = train::predict_images(*m.model, x, dataset ? &*dataset : nullptr,
+                                                        args.source, args.out, options);
   std::cout << s.detections << " detections on " << s.images << " images";
   if (s.unreadable) std::cout << " (" << s.unreadable << " unreadable files skipped)";
-  std::cout << "; drawn images, predictions.json and images.json in " << s.out_dir << "\n";
+  std::cout << "; " << (options.draw ? "drawn images, " : "")
+            << (options.save_txt ? "labels/*.txt, " : "") << "predictions.json and images.json in "
+            << s.out_dir << "\n";
   return 0;
 }
 
@@ -49,10 +62,22 @@ Command add_predict_command(CLI::App& root) {
   args->config.add_to(app);
   app->add_option("--weights,-w", args->weights, "checkpoint (.ckpt) or safetensors weights")
       ->required();
-  app->add_option("--source,-s", args->source, "an image file or a directory of images")
+  app->add_option("--source,-s", args->source,
+                  "an image file, a directory of images or a pattern (\"dir/*.jpg\"); videos: "
+                  "extract their frames first")
       ->required();
   app->add_option("--out,-o", args->out, "output directory")->required();
   app->add_option("--data,-d", args->data, "data-set descriptor for class names");
+  app->add_option("--conf", args->conf, "confidence threshold (default val.predict_conf)")
+      ->check(CLI::Range(0.0, 1.0));
+  app->add_option("--imgsz", args->imgsz, "inference size, a multiple of 32 (default data.imgsz)")
+      ->check(CLI::Range(int64_t{32}, int64_t{8192}));
+  app->add_option("--max-det", args->max_det, "detections kept per image (default val.max_det)")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  app->add_flag("--recursive,-r", args->options.recursive, "read the sub-folders of --source too");
+  app->add_flag("--save-txt", args->options.save_txt,
+                "write labels/<name>.txt per image (YOLO format: class cx cy w h, normalised)");
+  app->add_flag("--no-draw", args->no_draw, "do not write the drawn images");
   return {app, [args]() { return run_predict(*args); }};
 }
 

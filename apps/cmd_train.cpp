@@ -52,6 +52,10 @@ int run_train(const TrainArgs& args) {
   train::TrainRequest request;
   request.resume = args.resume;
   request.force = args.force;
+  if (!args.resume.empty() && !std::filesystem::exists(args.resume))
+    throw IoError("--resume " + args.resume +
+                  ": no such run directory or checkpoint (give runs/<name> or "
+                  "runs/<name>/weights/last.ckpt)");
   if (!args.resume.empty() && args.config.config_file.empty()) {
     // Resume with the run's own args.yaml (plus any overrides given now).
     const std::string dir =
@@ -77,11 +81,7 @@ int run_train(const TrainArgs& args) {
   if (s.interrupted)
     throw InterruptedError("stopped; a resumable checkpoint is in " + s.run_dir +
                            "/weights/last.ckpt (detrain train --resume " + s.run_dir + ")");
-  if (!s.main_rank) return 0;
-  std::cout << "done: " << s.epochs_completed << " epochs, " << s.optimizer_steps
-            << " optimizer steps; best fitness " << fixed(s.best_fitness, 4) << " (epoch "
-            << s.best_epoch + 1 << "); results in " << s.run_dir << "\n";
-  return 0;
+  return 0;  // the trainer printed the final summary
 }
 
 }  // namespace

@@ -13,6 +13,8 @@
 #include "eval/predictions_json.h"
 #include "train/inference_model.h"
 #include "train/precision.h"
+#include "train/run_dir.h"
+#include "train/val_plots.h"
 #include "train/validation_run.h"
 
 namespace detrain::cli {
@@ -21,7 +23,8 @@ namespace {
 
 struct ValArgs {
   ConfigArgs config;
-  std::string weights, data, split, json_out, save_json;
+  std::string weights, data, split, json_out, save_json, out;
+  bool plots = false;
 };
 
 int run_val(const ValArgs& args) {
@@ -47,7 +50,21 @@ int run_val(const ValArgs& args) {
       x, dataset, x.val.split, *m.model, device,
       train::effective_precision(train::parse_precision(x.train.precision), device) ==
           train::Precision::kBf16);
-  const eval::ValidationResult r = validation.run(*m.model);
+  // --plots: the confusion matrices, curves and val_batch images of a training run's end.
+  std::optional<train::ValPlots> plots;
+  std::string plots_dir;
+  if (args.plots) {
+    plots_dir =
+        args.out.empty() ? train::create_run_dir(x.train.project, "val", false).dir : args.out;
+    ensure_writable_dir(plots_dir);
+    plots.emplace(dataset, validation.records(), plots_dir, x.train.plot_batches);
+  }
+  auto observer = [&](int64_t index, const eval::ValBatch& b,
+                      const std::vector<eval::ImageDetections>& dets) {
+    if (plots) plots->add(index, b, dets);
+  };
+  const eval::ValidationResult r = validation.run(*m.model, observer);
+  if (plots) plots->save();
   std::cout << eval::stats_table(r);
   std::cout << "bbox:\n";
   for (const auto& line : r.box.summary_lines()) std::cout << line << "\n";
@@ -58,6 +75,7 @@ int run_val(const ValArgs& args) {
   std::cout << "fitness " << r.fitness() << " on " << r.images << " images ("
             << r.inference_s + r.postprocess_s << " s inference, " << r.evaluate_s
             << " s COCO evaluation)\n";
+  if (plots) std::cout << "plots in " << plots_dir << "\n";
   if (!args.save_json.empty()) eval::write_predictions_json(args.save_json, r.records);
   if (!args.json_out.empty()) {
     nlohmann::ordered_json j;
@@ -85,6 +103,9 @@ Command add_val_command(CLI::App& root) {
   app->add_option("--split", args->split, "split to validate: val or train");
   app->add_option("--json-out", args->json_out, "write the stats as JSON");
   app->add_option("--save-json", args->save_json, "write the predictions (COCO results format)");
+  app->add_flag("--plots", args->plots,
+                "draw the confusion matrices, PR/F1/P/R curves and val_batch images");
+  app->add_option("--out,-o", args->out, "folder for --plots (default: a new runs/val, val2, ...)");
   return {app, [args]() { return run_val(*args); }};
 }
 

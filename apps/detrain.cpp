@@ -12,6 +12,7 @@
 #include "common/malloc_tuning.h"
 #include "common/openmp_wait.h"
 #include "common/runtime.h"
+#include "usage_hints.h"
 
 namespace {
 
@@ -50,8 +51,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
+    // --help and --version are "errors" that succeed: CLI11 prints them.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    return fail(ExitCode::kUsage,
+                cli::usage_error_message(app, e, std::vector<std::string>(argv + 1, argv + argc)));
   }
 
   try {

@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-build_dir=${DETRAIN_BUILD_DIR:-build}
+# Its own folder: the tests-off configuration must not reconfigure a developer's build/.
+build_dir=${DETRAIN_BUILD_DIR:-build-demo}
 echo "demo.sh: configure + build in $build_dir"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDETRAIN_TESTS=OFF >/dev/null
 cmake --build "$build_dir" -j"$(nproc)" --target detrain
@@ -21,6 +22,7 @@ echo "demo.sh: training (configs/demo.yaml)"
 "$detrain" train --config configs/demo.yaml train.exist_ok=true "$@"
 run=runs/demo
 echo
-echo "demo.sh: results in $run: results.csv, results.png (curves), train_batch*.jpg,"
-echo "         val_pred*.jpg (predictions), predictions.json, weights/best.ckpt"
+echo "demo.sh: results in $run: results.csv, results.png, labels.jpg, confusion_matrix*.png,"
+echo "         Box*_curve.png, train_batch*.jpg, val_batch*_labels/pred.jpg, train.log,"
+echo "         weights/best.ckpt (shippable) and weights/last.ckpt (resumable)"
 echo "         validate again: $detrain val --weights $run/weights/best.ckpt"

@@ -78,6 +78,7 @@ std::string ProgressLine::line_text(const ProgressState& st) {
   s += "  data " + fixed(100.0 * st.data_wait_share, 0) + "%";
   const double eta = st.iter > 0 ? st.elapsed_s / st.iter * (st.total - st.iter) : NAN;
   s += "  " + format_duration(st.elapsed_s) + "<" + format_duration(eta);
+  if (st.run_eta_s >= 0) s += "  run " + format_duration(st.run_eta_s) + " left";
   return s;
 }
 

@@ -36,6 +36,7 @@ struct ProgressState {
   double data_wait_share = 0;  // fraction of the epoch's wall time spent waiting for batches
   double elapsed_s = 0;        // since the epoch started
   double memory_gb = 0;
+  double run_eta_s = -1;  // time left in the whole run (< 0: not shown)
 };
 
 // "1:02:03" or "02:03".

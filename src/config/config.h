@@ -36,8 +36,9 @@ void validate(const Experiment& experiment);
 // (the form of configs/default.yaml).
 std::string dump_yaml(const Experiment& experiment, bool with_docs);
 
-// The resolved-config table printed at start and by `detrain config show`.
-std::string table(const ResolvedConfig& resolved);
+// The resolved-config table printed at start and by `detrain config show`: every key with
+// `all`, else only those whose value differs from the default (and a line saying so).
+std::string table(const ResolvedConfig& resolved, bool all = true);
 
 std::string hash_of(const Experiment& experiment);
 
@@ -46,6 +47,9 @@ std::vector<std::string> diff(const Experiment& before, const Experiment& after)
 
 // Every valid "section.key", canonical order.
 std::vector<std::string> all_keys();
+
+// Every "section.key" whose key is `key` ("epochs" -> {"train.epochs"}), canonical order.
+std::vector<std::string> keys_named(const std::string& key);
 
 // Writes args.yaml (atomically): the resolved values and a comment with the hash.
 void save_args_yaml(const ResolvedConfig& resolved, const std::string& path);

@@ -61,9 +61,13 @@ std::string hash_of(const Experiment& experiment) {
   return buf;
 }
 
-std::string table(const ResolvedConfig& resolved) {
-  Experiment copy = resolved.experiment;
-  const auto fields = fields_of(copy);
+std::string table(const ResolvedConfig& resolved, bool all) {
+  Experiment copy = resolved.experiment, defaults;
+  const auto all_fields = fields_of(copy), default_fields = fields_of(defaults);
+  std::vector<FieldRef> fields;
+  for (size_t i = 0; i < all_fields.size(); ++i)
+    if (all || value_text(all_fields[i]) != value_text(default_fields[i]))
+      fields.push_back(all_fields[i]);
   size_t key_width = 3, value_width = 5;
   std::vector<std::string> values;
   for (const auto& f : fields) {
@@ -75,6 +79,9 @@ std::string table(const ResolvedConfig& resolved) {
   out << "config " << resolved.hash;
   for (const auto& file : resolved.files) out << "  " << file;
   out << "\n";
+  if (!all)
+    out << "  " << fields.size() << " of " << all_fields.size()
+        << " keys differ from the defaults (every key: -v, or args.yaml)\n";
   char line[512];
   std::snprintf(line, sizeof line, "  %-*s  %-*s  %s\n", static_cast<int>(key_width), "key",
                 static_cast<int>(value_width), "value", "from");

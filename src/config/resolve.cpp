@@ -1,4 +1,5 @@
 // Config resolution: defaults <- base chain <- experiment file <- overrides; see config.h.
+#include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -74,7 +75,13 @@ void apply_file(ResolvedConfig& resolved, std::vector<FieldRef>& fields, const s
   if (const YAML::Node base = root["base"]; base) {
     if (!base.IsScalar()) throw ConfigError("config: " + path + ": base must be a file name");
     const std::string dir = fs::path(path).parent_path().string();
-    apply_file(resolved, fields, resolve_resource(base.Scalar(), dir), chain);
+    const std::string base_path = resolve_resource(base.Scalar(), dir);
+    std::error_code ec;
+    if (!fs::is_regular_file(base_path, ec))
+      throw ConfigError("config: " + path + ": base: " + base.Scalar() + " not found (looked for " +
+                        (fs::path(dir) / base.Scalar()).lexically_normal().string() +
+                        "; a base is relative to the file that names it)");
+    apply_file(resolved, fields, base_path, chain);
   }
 
   const auto sections = section_names();
@@ -104,6 +111,19 @@ void apply_file(ResolvedConfig& resolved, std::vector<FieldRef>& fields, const s
   chain.pop_back();
 }
 
+// "epochs" (as Ultralytics users type it) -> "train.epochs" when exactly one section has that
+// key, said on the console; a bare key in several sections is refused listing them.
+std::string qualified_override_key(const std::string& name) {
+  if (name.find('.') != std::string::npos) return name;
+  const std::vector<std::string> keys = keys_named(name);
+  if (keys.size() > 1)
+    throw ConfigError("config: override key '" + name + "' is in several sections (" +
+                      join(keys, ", ") + "); write section.key=value");
+  if (keys.empty()) return name;  // unknown_key() reports it with a hint
+  spdlog::info("{} taken as {} (the only section with that key)", name, keys[0]);
+  return keys[0];
+}
+
 void apply_override_list(ResolvedConfig& resolved, std::vector<FieldRef>& fields,
                          const std::vector<std::string>& overrides) {
   for (const auto& text : overrides) {
@@ -111,7 +131,7 @@ void apply_override_list(ResolvedConfig& resolved, std::vector<FieldRef>& fields
     if (eq == std::string::npos || eq == 0)
       throw ConfigError("config: override '" + text +
                         "' must look like section.key=value (e.g. train.epochs=3)");
-    const std::string name = trim(text.substr(0, eq));
+    const std::string name = qualified_override_key(trim(text.substr(0, eq)));
     const std::string value = text.substr(eq + 1);
     FieldRef* field = find_field(fields, name);
     if (!field) unknown_key(name, "on the command line");
@@ -133,6 +153,14 @@ std::vector<std::string> all_keys() {
   Experiment e;
   std::vector<std::string> keys;
   for (const auto& f : fields_of(e)) keys.push_back(f.name());
+  return keys;
+}
+
+std::vector<std::string> keys_named(const std::string& key) {
+  std::vector<std::string> keys;
+  Experiment e;
+  for (const auto& f : fields_of(e))
+    if (f.key == key) keys.push_back(f.name());
   return keys;
 }
 

@@ -23,6 +23,7 @@ struct TrainOptions {
   std::string precision = "bf16";
   int64_t max_bad_steps = 10;
   int64_t save_period_steps = 0;
+  bool best_half = true;
   int64_t patience = 100;
   bool val = true;
   bool plots = true;
@@ -66,6 +67,8 @@ struct TrainOptions {
       Constraint::range(0, 1000000));
     v("save_period_steps", save_period_steps, "also save last every N optimizer steps (0: off)",
       Constraint::range(0, 1e12));
+    v("best_half", best_half,
+      "best.ckpt holds the EMA weights in fp16 (half the size; false: fp32)");
     v("patience", patience, "stop after N epochs without fitness improvement",
       Constraint::range(1, 1000000));
     v("val", val, "validate after every epoch");

@@ -124,7 +124,9 @@ std::string stats_table(const ValidationResult& result) {
     // pycocotools' order: bbox AP AP50 AP75 APs APm APl AR1 AR10 AR100 ... (AR is AR@100);
     // keypoints AP AP50 AP75 APm APl AR ... (no small range; AR is AR@20).
     const auto& s = r.stats;
-    auto at = [&](size_t i) { return i < s.size() ? fixed(s[i], 3) : std::string("-"); };
+    // pycocotools' -1 (no ground truth in that range) prints as "-", like a column that
+    // does not apply.
+    auto at = [&](size_t i) { return i < s.size() && s[i] >= 0 ? fixed(s[i], 3) : "-"; };
     if (keypoints)
       rows.push_back({name, at(0), at(1), at(2), "-", at(3), at(4), at(5)});
     else

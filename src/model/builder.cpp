@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -223,11 +224,14 @@ std::pair<std::string, std::string> resolve_arch(const std::string& arch) {
     std::string stem = p.stem().string();
     const auto dash = stem.find('-');
     const std::string head = stem.substr(0, dash);
-    if (head.size() < 2 || std::string("nsmlx").find(head.back()) == std::string::npos) continue;
+    if (head.size() < 2 || !std::isalpha(static_cast<unsigned char>(head.back()))) continue;
     const std::string scale(1, head.back());
     stem = head.substr(0, head.size() - 1) + (dash == std::string::npos ? "" : stem.substr(dash));
     const std::string found = resolve_resource((p.parent_path() / (stem + ".yaml")).string());
-    if (fs::exists(found)) return {found, scale};
+    if (!fs::exists(found)) continue;
+    if (std::string("nsmlx").find(scale) == std::string::npos)  // "yolo26q"
+      throw ModelError("model '" + arch + "': unknown scale " + scale + " (n, s, m, l, x)");
+    return {found, scale};
   }
   throw ModelError("model '" + arch + "' not found; available: " + join(available_models(), ", "));
 }

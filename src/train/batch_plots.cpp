@@ -73,12 +73,13 @@ void save_train_batch_plot(const data::Batch& batch, const data::DatasetInfo& da
 
 void save_val_prediction_plot(const eval::ValBatch& batch,
                               const std::vector<eval::ImageDetections>& detections,
-                              const data::DatasetInfo& dataset, const std::string& path) {
+                              const data::DatasetInfo& dataset,
+                              const std::vector<std::string>& titles, const std::string& path) {
   std::vector<PlotImage> tiles(detections.size());
   for (size_t i = 0; i < detections.size(); ++i) {
     PlotImage& t = tiles[i];
     t.image = to_bgr(batch.images[static_cast<int64_t>(i)]);
-    t.title = "image " + std::to_string(batch.frames[i].image_id);
+    t.title = i < titles.size() ? titles[i] : "image " + std::to_string(batch.frames[i].image_id);
     const auto& d = detections[i];
     if (d.size() == 0) continue;
     const torch::Tensor boxes = d.boxes_xyxy.cpu().to(torch::kFloat).contiguous();  // [N, 4]
@@ -96,6 +97,35 @@ void save_val_prediction_plot(const eval::ValBatch& batch,
     }
   }
   save_batch_mosaic(tiles, style_of(dataset), path);
+}
+
+void save_val_labels_plot(const eval::ValBatch& batch,
+                          const std::vector<const data::ImageRecord*>& records,
+                          const data::DatasetInfo& dataset, const std::string& path) {
+  std::vector<PlotImage> tiles(batch.frames.size());
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    PlotImage& t = tiles[i];
+    t.image = to_bgr(batch.images[static_cast<int64_t>(i)]);
+    const data::ImageRecord* r = i < records.size() ? records[i] : nullptr;
+    if (!r) continue;
+    t.title = r->file.substr(r->file.find_last_of('/') + 1);
+    const eval::ImageFrame& f = batch.frames[i];
+    auto x = [&](float v) { return static_cast<float>(v * f.ratio_x + f.pad_left); };
+    auto y = [&](float v) { return static_cast<float>(v * f.ratio_y + f.pad_top); };
+    for (size_t n = 0; n < r->boxes_xyxy_px.size(); ++n) {
+      const auto& b = r->boxes_xyxy_px[n];
+      t.boxes_xyxy.push_back({x(b[0]), y(b[1]), x(b[2]), y(b[3])});
+      t.classes.push_back(r->classes[n]);
+    }
+    for (size_t k = 0; k + 2 < r->keypoints_px.size(); k += 3) {
+      t.keypoints.push_back(x(r->keypoints_px[k]));
+      t.keypoints.push_back(y(r->keypoints_px[k + 1]));
+      t.keypoints.push_back(r->keypoints_px[k + 2]);
+    }
+  }
+  MosaicStyle style = style_of(dataset);
+  style.max_images = static_cast<int>(tiles.size());
+  save_batch_mosaic(tiles, style, path);
 }
 
 }  // namespace detrain::train

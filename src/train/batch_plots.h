@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "data/coco_records.h"
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "eval/postprocess.h"
@@ -21,9 +22,17 @@ cv::Mat draw_batch_targets(const data::Batch& batch, const data::DatasetInfo& da
 void save_train_batch_plot(const data::Batch& batch, const data::DatasetInfo& dataset,
                            const std::string& path);
 
-// A validation batch with its detections (network-input pixels), written as a mosaic.
+// A validation batch with its detections (network-input pixels), written as a mosaic whose
+// tiles are titled by `titles` (file names).
 void save_val_prediction_plot(const eval::ValBatch& batch,
                               const std::vector<eval::ImageDetections>& detections,
-                              const data::DatasetInfo& dataset, const std::string& path);
+                              const data::DatasetInfo& dataset,
+                              const std::vector<std::string>& titles, const std::string& path);
+
+// The same batch with its ground truth (`records[i]` for image i, original pixels, mapped
+// through the letterbox), for val_batch{i}_labels.jpg beside the predictions.
+void save_val_labels_plot(const eval::ValBatch& batch,
+                          const std::vector<const data::ImageRecord*>& records,
+                          const data::DatasetInfo& dataset, const std::string& path);
 
 }  // namespace detrain::train

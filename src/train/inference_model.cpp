@@ -9,6 +9,7 @@
 #include "common/errors.h"
 #include "model/state_dict.h"
 #include "train/checkpoint.h"
+#include "train/initial_weights.h"
 
 namespace detrain::train {
 
@@ -34,8 +35,12 @@ config::ResolvedConfig checkpoint_config(const std::string& config_yaml, const s
   }
 }
 
-InferenceModel load_inference_model(const std::string& weights, const config::ResolvedConfig& given,
+InferenceModel load_inference_model(const std::string& weights_or_run,
+                                    const config::ResolvedConfig& given,
                                     const std::vector<std::string>& overrides) {
+  // A run directory stands for its weights/best.ckpt (else last.ckpt), as in model.weights.
+  const std::string weights =
+      fs::is_directory(weights_or_run) ? initial_weights_file(weights_or_run) : weights_or_run;
   if (!fs::exists(weights))
     throw IoError(weights +
                   " does not exist; pass a checkpoint (runs/<name>/weights/best.ckpt) "

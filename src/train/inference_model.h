@@ -17,7 +17,8 @@ struct InferenceModel {
   std::string source;               // the weights file
 };
 
-// `given` is used for safetensors files and supplies nothing for checkpoints except the
+// `weights`: a checkpoint, a safetensors file or a run directory (its best.ckpt, else
+// last.ckpt). `given` is used for safetensors files and supplies nothing for checkpoints except the
 // `overrides`, which are applied to the checkpoint's config (e.g. data.dataset=...). Errors:
 // IoError for a missing file, ModelError for a file of another architecture or a corrupt one.
 InferenceModel load_inference_model(const std::string& weights, const config::ResolvedConfig& given,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -11,6 +12,8 @@
 #include "common/errors.h"
 
 namespace detrain::train {
+
+namespace fs = std::filesystem;
 namespace {
 
 constexpr int kPanelWidth = 300, kPanelHeight = 220;
@@ -29,15 +32,30 @@ double nice_step(double range, int target_ticks) {
   return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * power;
 }
 
-std::string tick_text(double v, double step) {
+// Enough decimals that neighbouring ticks `step` apart never print alike ("5.6510",
+// "5.6515"); values below 0.001 (learning rates) in exponent form so the labels stay short.
+// `top`: the largest |value| on the axis.
+std::string tick_text(double v, double step, double top) {
   char buf[32];
   if (std::abs(v) < step * 1e-6) v = 0;
-  if (step >= 1 && std::abs(v) < 1e6)
+  const int step_digits = static_cast<int>(std::floor(std::log10(step) + 1e-9));
+  if (step >= 1 && std::abs(v) < 1e6) {
     std::snprintf(buf, sizeof buf, "%.0f", v);
-  else
-    std::snprintf(buf, sizeof buf, "%.3g", v);
+  } else if (top >= 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.*f", std::max(0, -step_digits), v);
+  } else {
+    const int top_digits = static_cast<int>(std::floor(std::log10(top) + 1e-9));
+    std::snprintf(buf, sizeof buf, "%.*e", std::max(0, top_digits - step_digits), v);
+  }
   return buf;
 }
+
+// One line of a panel.
+struct Series {
+  std::string name;
+  std::vector<double> ys;
+  cv::Scalar colour;
+};
 
 void put_text(cv::Mat& img, const std::string& text, cv::Point org, double scale,
               const cv::Scalar& colour, int thickness = 1) {
@@ -50,7 +68,7 @@ cv::Size text_size(const std::string& text, double scale, int thickness = 1) {
 }
 
 void draw_panel(cv::Mat& canvas, cv::Rect area, const std::string& title,
-                const std::vector<double>& xs_all, const std::vector<double>& ys_all, bool legend) {
+                const std::vector<double>& xs_all, const std::vector<Series>& series, bool legend) {
   const cv::Size title_size = text_size(title, 0.45);
   put_text(canvas, title, {area.x + (area.width - title_size.width) / 2, area.y + 17}, 0.45,
            kBlack);
@@ -59,12 +77,17 @@ void draw_panel(cv::Mat& canvas, cv::Rect area, const std::string& title,
                       area.height - kMarginTop - kMarginBottom);
   cv::rectangle(canvas, plot, kBlack, 1);
 
+  // Finite points of each series; the axes span all of them.
+  std::vector<std::vector<double>> xs_of(series.size()), ys_of(series.size());
   std::vector<double> xs, ys;
-  for (size_t i = 0; i < ys_all.size(); ++i)
-    if (std::isfinite(ys_all[i]) && std::isfinite(xs_all[i])) {
-      xs.push_back(xs_all[i]);
-      ys.push_back(ys_all[i]);
-    }
+  for (size_t k = 0; k < series.size(); ++k)
+    for (size_t i = 0; i < series[k].ys.size() && i < xs_all.size(); ++i)
+      if (std::isfinite(series[k].ys[i]) && std::isfinite(xs_all[i])) {
+        xs_of[k].push_back(xs_all[i]);
+        ys_of[k].push_back(series[k].ys[i]);
+        xs.push_back(xs_all[i]);
+        ys.push_back(series[k].ys[i]);
+      }
   if (xs.empty()) {
     put_text(canvas, "no data", {plot.x + plot.width / 2 - 25, plot.y + plot.height / 2}, 0.4,
              kBlack);
@@ -97,7 +120,7 @@ void draw_panel(cv::Mat& canvas, cv::Rect area, const std::string& title,
   for (double v = std::ceil(y_lo / y_step) * y_step; v <= y_hi; v += y_step) {
     const int py = static_cast<int>(std::lround(to_px(x_lo, v).y));
     cv::line(canvas, {plot.x, py}, {plot.x + plot.width, py}, kGrey, 1);
-    const std::string label = tick_text(v, y_step);
+    const std::string label = tick_text(v, y_step, std::max(std::abs(y_lo), std::abs(y_hi)));
     const cv::Size s = text_size(label, 0.35);
     put_text(canvas, label, {plot.x - s.width - 4, py + s.height / 2}, 0.35, kBlack);
   }
@@ -105,24 +128,37 @@ void draw_panel(cv::Mat& canvas, cv::Rect area, const std::string& title,
   for (double v = std::ceil(x_lo / x_step) * x_step; v <= x_hi + 1e-9; v += x_step) {
     const int px = static_cast<int>(std::lround(to_px(v, y_lo).x));
     cv::line(canvas, {px, plot.y + plot.height}, {px, plot.y + plot.height + 4}, kBlack, 1);
-    const std::string label = tick_text(v, x_step);
+    const std::string label = tick_text(v, x_step, x_hi);
     const cv::Size s = text_size(label, 0.35);
     put_text(canvas, label, {px - s.width / 2, plot.y + plot.height + 8 + s.height}, 0.35, kBlack);
   }
   put_text(canvas, "epoch", {plot.x + plot.width / 2 - 15, area.y + area.height - 2}, 0.35, kBlack);
   cv::rectangle(canvas, plot, kBlack, 1);
 
-  // Raw values: line with markers; smoothed: a thicker line over them.
-  for (size_t i = 0; i + 1 < xs.size(); ++i)
-    cv::line(canvas, fixed(to_px(xs[i], ys[i])), fixed(to_px(xs[i + 1], ys[i + 1])), kRawColour, 1,
-             cv::LINE_AA, 4);
-  for (size_t i = 0; i < xs.size(); ++i)
-    cv::circle(canvas, fixed(to_px(xs[i], ys[i])), 3 * 16, kRawColour, cv::FILLED, cv::LINE_AA, 4);
-  if (xs.size() >= 3) {
-    const std::vector<double> smooth = gaussian_smooth(ys, 3.0);
-    for (size_t i = 0; i + 1 < xs.size(); ++i)
-      cv::line(canvas, fixed(to_px(xs[i], smooth[i])), fixed(to_px(xs[i + 1], smooth[i + 1])),
-               kSmoothColour, 2, cv::LINE_AA, 4);
+  // Raw values: line with markers; smoothed (single-series panels): a thicker line over them.
+  for (size_t k = 0; k < series.size(); ++k) {
+    const auto &sx = xs_of[k], &sy = ys_of[k];
+    for (size_t i = 0; i + 1 < sx.size(); ++i)
+      cv::line(canvas, fixed(to_px(sx[i], sy[i])), fixed(to_px(sx[i + 1], sy[i + 1])),
+               series[k].colour, 1, cv::LINE_AA, 4);
+    for (size_t i = 0; i < sx.size(); ++i)
+      cv::circle(canvas, fixed(to_px(sx[i], sy[i])), 3 * 16, series[k].colour, cv::FILLED,
+                 cv::LINE_AA, 4);
+    // A learning rate is a schedule, not a noisy measurement: no trend line.
+    if (series.size() == 1 && sx.size() >= 3 && title != "lr") {
+      const std::vector<double> smooth = trend_smooth(sy, 3.0);
+      for (size_t i = 0; i + 1 < sx.size(); ++i)
+        cv::line(canvas, fixed(to_px(sx[i], smooth[i])), fixed(to_px(sx[i + 1], smooth[i + 1])),
+                 kSmoothColour, 2, cv::LINE_AA, 4);
+    }
+  }
+  if (series.size() > 1) {  // e.g. the lr panel: one entry per parameter group
+    cv::Point at(plot.x + plot.width - 64, plot.y + 12);
+    for (size_t k = 0; k < series.size() && k < 8; ++k, at.y += 12) {
+      cv::line(canvas, at + cv::Point(0, -4), at + cv::Point(12, -4), series[k].colour, 2,
+               cv::LINE_AA);
+      put_text(canvas, series[k].name, at + cv::Point(16, 0), 0.33, kBlack);
+    }
   }
   if (legend) {
     const cv::Point at(plot.x + plot.width - 80, plot.y + 12);
@@ -194,11 +230,57 @@ std::vector<double> gaussian_smooth(const std::vector<double>& values, double si
   return out;
 }
 
+std::vector<double> trend_smooth(const std::vector<double>& values, double sigma) {
+  // Gaussian-weighted local linear fit: a straight trend comes back unchanged, so the ends
+  // follow the data instead of flattening towards it as a plain Gaussian filter does.
+  const int64_t n = static_cast<int64_t>(values.size());
+  if (n < 3 || sigma <= 0) return values;
+  std::vector<double> out(values.size());
+  for (int64_t i = 0; i < n; ++i) {
+    double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const double d = static_cast<double>(j - i), w = std::exp(-0.5 * d * d / (sigma * sigma));
+      sw += w;
+      sx += w * d;
+      sy += w * values[j];
+      sxx += w * d * d;
+      sxy += w * d * values[j];
+    }
+    const double denom = sw * sxx - sx * sx;
+    // The fit's value at d = 0 (its intercept); a degenerate window falls back to the mean.
+    out[i] = std::abs(denom) > 1e-12 ? (sy * sxx - sx * sxy) / denom : sy / sw;
+  }
+  return out;
+}
+
 cv::Mat draw_results(const ResultsTable& table) {
-  std::vector<std::string> plotted;
-  for (const auto& c : table.columns)
-    if (c != "epoch" && c != "time") plotted.push_back(c);
-  const int n = static_cast<int>(plotted.size());
+  // Panels: every column but epoch/time, leaving out losses that are zero throughout (one the
+  // model does not have, e.g. pose val/rle_loss); the lr/pg* groups share one panel, as they
+  // differ only by warmup, and groups with the very same values share one line.
+  std::vector<std::pair<std::string, std::vector<Series>>> panels;
+  std::vector<Series> lr;
+  const cv::Scalar lr_colours[] = {kRawColour,      kSmoothColour,   {44, 160, 44},
+                                   {40, 39, 214},   {189, 103, 148}, {75, 86, 140},
+                                   {194, 119, 227}, {127, 127, 127}};
+  for (const auto& c : table.columns) {
+    if (c == "epoch" || c == "time") continue;
+    std::vector<double> ys = table.series(c);
+    const bool all_zero = std::all_of(ys.begin(), ys.end(), [](double v) { return v == 0; });
+    if (all_zero && !ys.empty() && c.find("_loss") != std::string::npos) continue;
+    if (c.rfind("lr/", 0) == 0) {
+      if (lr.empty()) panels.push_back({"lr", {}});  // where the first group stood
+      auto same = std::find_if(lr.begin(), lr.end(), [&](const Series& s) { return s.ys == ys; });
+      if (same != lr.end())
+        same->name = same->name.substr(0, same->name.find('-')) + "-" + c.substr(3);
+      else
+        lr.push_back({c.substr(3), std::move(ys), lr_colours[lr.size() % 8]});
+      continue;
+    }
+    panels.push_back({c, {Series{c, std::move(ys), kRawColour}}});
+  }
+  for (auto& [title, series] : panels)
+    if (title == "lr") series = lr;
+  const int n = static_cast<int>(panels.size());
   const int cols = std::max(1, std::min(kGridColumns, n));
   const int rows = std::max(1, (n + cols - 1) / cols);
   cv::Mat canvas(rows * kPanelHeight, cols * kPanelWidth, CV_8UC3, kWhite);
@@ -208,7 +290,7 @@ cv::Mat draw_results(const ResultsTable& table) {
   for (int i = 0; i < n; ++i) {
     const cv::Rect area((i % cols) * kPanelWidth, (i / cols) * kPanelHeight, kPanelWidth,
                         kPanelHeight);
-    draw_panel(canvas, area, plotted[i], xs, table.series(plotted[i]), i == 0);
+    draw_panel(canvas, area, panels[i].first, xs, panels[i].second, i == 0);
   }
   return canvas;
 }
@@ -299,7 +381,14 @@ cv::Mat draw_batch_mosaic(const std::vector<PlotImage>& images, const MosaicStyl
 
 void save_batch_mosaic(const std::vector<PlotImage>& images, const MosaicStyle& style,
                        const std::string& path) {
-  write_image(path, draw_batch_mosaic(images, style), ".jpg", {cv::IMWRITE_JPEG_QUALITY, 90});
+  // The name's format: predict keeps each input's extension (a.png stays a PNG).
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+  const cv::Mat mosaic = draw_batch_mosaic(images, style);
+  if (ext == ".png" || ext == ".bmp")
+    write_image(path, mosaic, ext, {});
+  else
+    write_image(path, mosaic, ".jpg", {cv::IMWRITE_JPEG_QUALITY, 90});
 }
 
 }  // namespace detrain::train

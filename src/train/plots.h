@@ -16,8 +16,13 @@ namespace detrain::train {
 // scipy.ndimage.gaussian_filter1d(values, sigma) with mode 'reflect' and truncate 4.0.
 std::vector<double> gaussian_smooth(const std::vector<double>& values, double sigma);
 
+// A Gaussian-weighted (sigma in points) local linear fit at every point: the smooth line of
+// results.png, which unlike gaussian_smooth does not lag behind a trend at the ends.
+std::vector<double> trend_smooth(const std::vector<double>& values, double sigma);
+
 // Every column but `epoch` and `time` against epoch, in a grid of panels with axes, tick
-// labels and a title. Non-finite values are left out.
+// labels and a title; the lr/pg* columns in one panel, columns that are zero throughout left
+// out. Non-finite values are left out.
 cv::Mat draw_results(const ResultsTable& table);
 // draw_results written as PNG, atomically (IoError on failure). Nothing is written for a
 // table without rows.
@@ -46,7 +51,8 @@ struct MosaicStyle {
 // Tiles up to max_images images in a square grid (each scaled to the largest tile size that
 // fits) and draws their labels.
 cv::Mat draw_batch_mosaic(const std::vector<PlotImage>& images, const MosaicStyle& style);
-// JPEG (quality 90) written atomically (IoError on failure).
+// Written atomically (IoError on failure): PNG or BMP when `path` says so, else JPEG
+// (quality 90).
 void save_batch_mosaic(const std::vector<PlotImage>& images, const MosaicStyle& style,
                        const std::string& path);
 

@@ -10,6 +10,7 @@
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
+#include "common/timer.h"
 #include "compat/torch_compat.h"
 #include "data/coco_records.h"
 #include "data/decode.h"
@@ -19,6 +20,7 @@
 #include "eval/validate.h"
 #include "train/plots.h"
 #include "train/precision.h"
+#include "train/predict_sources.h"
 
 namespace detrain::train {
 
@@ -26,35 +28,52 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<std::string> image_files(const std::string& source) {
-  if (!fs::exists(source))
-    throw IoError(source + " does not exist; pass an image file or a directory of images");
-  if (!fs::is_directory(source)) return {source};
-  std::vector<std::string> files;
-  for (const auto& entry : fs::directory_iterator(source)) {
-    std::string ext = entry.path().extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
-    if (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp")
-      files.push_back(entry.path().string());
+// YOLO txt: one "class cx cy w h" line per detection, normalised to the image size; pose
+// models add "x y score" per keypoint.
+std::string yolo_txt(const eval::ImageDetections& d, int64_t width, int64_t height) {
+  std::string text;
+  if (d.size() == 0) return text;
+  const torch::Tensor b = d.boxes_xyxy.to(torch::kFloat).contiguous();  // [N, 4]
+  const torch::Tensor c = d.classes.to(torch::kLong).contiguous();      // [N]
+  torch::Tensor k;                                                      // [N, K, 3]
+  if (d.keypoints.defined()) k = d.keypoints.to(torch::kFloat).contiguous();
+  const double w = static_cast<double>(width), h = static_cast<double>(height);
+  char buf[64];
+  for (int64_t n = 0; n < d.size(); ++n) {
+    const float* p = b.data_ptr<float>() + 4 * n;
+    std::snprintf(buf, sizeof buf, "%lld %.6f %.6f %.6f %.6f",
+                  static_cast<long long>(c.data_ptr<int64_t>()[n]), (p[0] + p[2]) / 2 / w,
+                  (p[1] + p[3]) / 2 / h, (p[2] - p[0]) / w, (p[3] - p[1]) / h);
+    text += buf;
+    if (k.defined()) {
+      const int64_t kc = k.size(1);
+      const float* q = k.data_ptr<float>() + n * kc * 3;
+      for (int64_t j = 0; j < kc; ++j) {
+        std::snprintf(buf, sizeof buf, " %.6f %.6f %.4f", q[3 * j] / w, q[3 * j + 1] / h,
+                      q[3 * j + 2]);
+        text += buf;
+      }
+    }
+    text += "\n";
   }
-  std::sort(files.begin(), files.end());
-  if (files.empty()) throw DataError(source + " holds no .jpg, .jpeg, .png or .bmp images");
-  return files;
+  return text;
 }
 
 }  // namespace
 
 PredictSummary predict_images(model::YoloModelImpl& model, const config::Experiment& x,
                               const data::DatasetInfo* dataset, const std::string& source,
-                              const std::string& out_dir) {
+                              const std::string& out_dir, const PredictOptions& options) {
   PredictSummary summary;
   summary.out_dir = out_dir;
   ensure_writable_dir(out_dir);
 
   // Records without labels; image ids are positions in the sorted file list.
   std::vector<data::ImageRecord> records;
+  std::vector<std::string> relative;  // by image id: the name under the source
   nlohmann::ordered_json images = nlohmann::ordered_json::array();
-  for (const std::string& file : image_files(source)) {
+  for (const SourceImage& source_image : source_images(source, options.recursive)) {
+    const std::string& file = source_image.file;
     const data::DecodedImage probe = data::load_image(file, 0, false);
     if (!probe.ok()) {
       spdlog::warn("{}: skipped, it does not decode ({})", file, probe.error);
@@ -69,6 +88,7 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
     images.push_back(
         {{"id", r.image_id}, {"file_name", file}, {"width", r.width}, {"height", r.height}});
     records.push_back(std::move(r));
+    relative.push_back(source_image.relative);
   }
   if (records.empty()) throw DataError(source + ": no image decoded");
 
@@ -104,9 +124,15 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
   model.eval();
   model.to(device);
   std::vector<eval::CocoRecord> results;
-  while (std::optional<data::Batch> batch = loader.next()) {
+  OutputNames drawn(out_dir), labels((fs::path(out_dir) / "labels").string());
+  if (options.save_txt) ensure_writable_dir((fs::path(out_dir) / "labels").string());
+  while (true) {
+    const Stopwatch batch_clock;
+    std::optional<data::Batch> batch = loader.next();
+    if (!batch) break;
     const std::vector<eval::ImageDetections> dets =
         eval::detect_batch(model, batch->images, nms, bf16, device);
+    const double ms_per_image = batch_clock.millis() / std::max<size_t>(1, dets.size());
     for (size_t i = 0; i < dets.size(); ++i) {
       const eval::ImageFrame& frame = batch->frames[i];
       const eval::ImageDetections original = eval::to_original_pixels(dets[i], frame);
@@ -115,6 +141,15 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
       summary.detections += original.size();
 
       const data::ImageRecord& record = records[static_cast<size_t>(frame.image_id)];
+      const std::string& name = relative[static_cast<size_t>(frame.image_id)];
+      spdlog::info("{}: {} detections, {:.0f} ms", name, original.size(), ms_per_image);
+      ++summary.images;
+      if (options.save_txt) {
+        const std::string txt = labels.claim(name, ".txt");
+        ensure_writable_dir(fs::path(txt).parent_path().string());
+        write_file_atomic(txt, yolo_txt(original, record.width, record.height));
+      }
+      if (!options.draw) continue;
       PlotImage tile;
       tile.image = data::load_image(record.file, 0, false).bgr;
       tile.title = fs::path(record.file).filename().string();
@@ -134,9 +169,9 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
         }
       }
       style.max_size = std::max(tile.image.cols, tile.image.rows);
-      const std::string name = fs::path(record.file).stem().string() + ".jpg";
-      save_batch_mosaic({tile}, style, (fs::path(out_dir) / name).string());
-      ++summary.images;
+      const std::string out = drawn.claim(name);
+      ensure_writable_dir(fs::path(out).parent_path().string());
+      save_batch_mosaic({tile}, style, out);
     }
   }
   eval::write_predictions_json((fs::path(out_dir) / "predictions.json").string(), results);

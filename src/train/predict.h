@@ -1,5 +1,5 @@
-// `detrain predict`: runs a model on images (a file or a directory), with the validation
-// letterbox and postprocess, and writes each image with its detections drawn plus the
+// `detrain predict`: runs a model on images (a file, a directory or a pattern), with the
+// validation letterbox and postprocess, and writes each image with its detections drawn plus the
 // detections as COCO results (predictions.json) and the image list (images.json) that gives
 // each result's image_id its file.
 #pragma once
@@ -20,10 +20,18 @@ struct PredictSummary {
   std::string out_dir;
 };
 
-// `source`: an image file or a directory (its .jpg/.jpeg/.png/.bmp files, sorted by name).
-// Class names and COCO ids come from `dataset` (nullptr: class indices, ids = index).
+struct PredictOptions {
+  bool recursive = false;  // a directory source: its sub-folders too
+  bool draw = true;        // write each image with its detections drawn (same name/extension)
+  bool save_txt = false;   // labels/<name>.txt: "class cx cy w h" normalised, YOLO format
+                           // (pose: then x y score per keypoint)
+};
+
+// `source`: an image file, a directory (its .jpg/.jpeg/.png/.bmp files, sorted by name) or a
+// glob pattern; see predict_sources.h. Class names and COCO ids come from `dataset` (nullptr:
+// class indices, ids = index). One info line per image (file, detections, milliseconds).
 PredictSummary predict_images(model::YoloModelImpl& model, const config::Experiment& experiment,
                               const data::DatasetInfo* dataset, const std::string& source,
-                              const std::string& out_dir);
+                              const std::string& out_dir, const PredictOptions& options = {});
 
 }  // namespace detrain::train

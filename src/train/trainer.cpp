@@ -36,13 +36,17 @@
 #include "optim/param_roles.h"
 #include "optim/schedule.h"
 #include "train/batch_plots.h"
+#include "train/best_checkpoint.h"
 #include "train/checkpoint.h"
 #include "train/distributed.h"
 #include "train/inference_model.h"
+#include "train/initial_weights.h"
 #include "train/metrics_log.h"
 #include "train/plots.h"
 #include "train/precision.h"
 #include "train/run_dir.h"
+#include "train/run_log.h"
+#include "train/val_plots.h"
 #include "train/validation_run.h"
 
 namespace detrain::train {
@@ -232,6 +236,7 @@ struct Trainer {
   void verify_ranks_agree(int64_t epoch, int64_t iter);
   TrainSummary run();
 
+  Stopwatch run_clock;  // since the start of this process's part of the run (ETA, summary)
   RunningLoss running;  // this epoch's loss means
   int64_t iterations_this_process = 0;
   std::unique_ptr<FiniteGuard> guard;
@@ -279,7 +284,11 @@ void Trainer::setup() {
   if (dataset.has_keypoints())
     kpt_shape = std::array<int64_t, 2>{dataset.kpt_count, dataset.kpt_dims};
 
-  model = model::make_model(x.model, dataset.nc(), kpt_shape);
+  config::ModelOptions build = x.model;
+  build.weights.clear();  // a checkpoint, a run directory or safetensors: loaded just below
+  model = model::make_model(build, dataset.nc(), kpt_shape);
+  if (!x.model.weights.empty())
+    load_initial_weights(*model, arch_identity(*model), x.model.weights);
   if (model->head()->options().pose() && !dataset.has_keypoints())
     throw DataError(x.data.dataset + ": the data set has no kpt_shape but " + x.model.arch +
                     " is a pose model; add kpt_shape, flip_idx and oks_sigmas to the descriptor "
@@ -289,7 +298,7 @@ void Trainer::setup() {
   if (dist) dist->broadcast(module_state(*model), "initial weights");
   if (dist && x.train.sync_bn) model::set_sync_batch_norm(*model, replicas);
   arch = arch_identity(*model);
-  auto ema_model = model::make_model(x.model, dataset.nc(), kpt_shape);
+  auto ema_model = model::make_model(build, dataset.nc(), kpt_shape);
   ema_model->to(device);
   ema = std::make_unique<optim::ModelEma>(ema_model.ptr(), *model, optim::ema_options(x.train));
 
@@ -375,6 +384,7 @@ Checkpoint Trainer::make_checkpoint() const {
 void Trainer::resume_from(const std::string& where) {
   const std::string path = fs::is_directory(where) ? run_paths(where).last_ckpt : where;
   const Checkpoint c = load_checkpoint(path);
+  require_resumable(c, path);
   check_architecture(c, arch, path);
   const int64_t saved_world = static_cast<int64_t>(
       c.extra_scalars.count("world_size") ? c.extra_scalars.at("world_size") : 1);
@@ -387,7 +397,8 @@ void Trainer::resume_from(const std::string& where) {
   if (c.position.finished)
     throw ConfigError(path +
                       ": this run already finished every epoch; nothing to resume "
-                      "(start a new run, or raise train.epochs in a new run with model.weights)");
+                      "(train longer in a new run from its weights: model.weights=" +
+                      path + " train.epochs=N)");
   if (c.config_hash != resolved.hash) {
     const config::ResolvedConfig saved = checkpoint_config(c.config_yaml, path, {});
     const auto changes = config::diff(saved.experiment, x);
@@ -438,6 +449,7 @@ bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl* jsonl) {
   const int64_t nb = position.batches_per_epoch;
   criterion->set_epoch(epoch, epochs);
   train_loader->set_mosaic(data::mosaic_active(epoch, epochs, x.augment.close_mosaic));
+  if (main_rank()) report_mosaic(x, epoch);
   train_loader->start_epoch(epoch, position.iter_in_epoch);
   model->train();
   progress.header(criterion->names());
@@ -535,6 +547,8 @@ bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl* jsonl) {
     state.images_per_s = state.elapsed_s > 0 ? images_seen / state.elapsed_s : 0;
     state.data_wait_share = state.elapsed_s > 0 ? wait_ms_total / 1e3 / state.elapsed_s : 0;
     state.memory_gb = memory_gb(device);
+    state.run_eta_s = run_clock.seconds() / iterations_this_process *
+                      ((epochs - epoch) * nb - iter - 1);  // iterations left in the run
     progress.update(state);
 
     if (jsonl && x.train.log_every > 0 && (iter % x.train.log_every == 0 || iter + 1 == nb)) {
@@ -557,6 +571,8 @@ bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl* jsonl) {
       save(paths.last_ckpt);
   }
   progress.finish(state);
+  log_file_only(ProgressLine::header_text(criterion->names()) + "\n" +
+                ProgressLine::line_text(state));
   return true;
 }
 
@@ -602,19 +618,22 @@ void Trainer::validate_and_record(double epoch_seconds) {
   const bool last_epoch = epoch + 1 == x.train.epochs;
   std::optional<eval::ValidationResult> v;
   if (x.train.val || last_epoch) {
-    int64_t plotted = 0;
+    ValidationProgress val_progress(x, validation->images());
+    std::optional<ValPlots> plots;
+    if (x.train.plots)
+      plots.emplace(dataset, validation->records(), paths.dir, x.train.plot_batches);
     auto observer = [&](int64_t index, const eval::ValBatch& b,
                         const std::vector<eval::ImageDetections>& dets) {
-      if (x.train.plots && plotted++ < x.train.plot_batches)
-        save_val_prediction_plot(b, dets, dataset,
-                                 paths.file("val_pred" + std::to_string(index) + ".jpg"));
+      val_progress.add(static_cast<int64_t>(b.frames.size()));
+      if (plots) plots->add(index, b, dets);
     };
     // Rank 0 validates alone: its validation losses use local normalisers, not a collective.
     criterion->set_replicas({});
     v = validation->run(dynamic_cast<model::YoloModelImpl&>(ema->module()), observer,
                         criterion.get());
     if (replicas) criterion->set_replicas(*replicas);
-    std::cout << eval::stats_table(*v) << std::flush;
+    show(eval::stats_table(*v));
+    if (plots) plots->save();
     if (x.val.save_json) eval::write_predictions_json(paths.file("predictions.json"), v->records);
   }
   auto add_metrics = [&](const eval::CocoEvalResult* r) {
@@ -647,10 +666,11 @@ void Trainer::validate_and_record(double epoch_seconds) {
   advance_epoch();  // the checkpoint describes the state after this epoch
   save(paths.last_ckpt);
   if (improved)
-    fs::copy_file(paths.last_ckpt, paths.best_ckpt, fs::copy_options::overwrite_existing);
+    save_checkpoint(paths.best_ckpt, shippable_checkpoint(make_checkpoint(), x.train.best_half));
 }
 
 TrainSummary Trainer::run() {
+  start_log_capture();  // train.log also gets what setup says before the run directory exists
   setup();
   const bool resuming = !request.resume.empty();
   if (resuming) {
@@ -668,11 +688,14 @@ TrainSummary Trainer::run() {
   if (main_rank()) {
     add_log_file(paths.train_log);
     config::save_args_yaml(resolved, paths.args_yaml);
-    if (request.print_config) std::cout << config::table(resolved) << std::flush;
+    if (request.print_config)
+      report_start(resolved, spdlog::default_logger()->should_log(spdlog::level::debug));
     spdlog::info("run directory {}", paths.dir);
     if (resuming)
       truncate_metrics_jsonl(paths.metrics_jsonl, position.epoch, position.iter_in_epoch);
     jsonl = std::make_unique<MetricsJsonl>(paths.metrics_jsonl);
+    if (x.train.plots && !resuming)
+      save_labels_plot(train_records.images, dataset.names, paths.file("labels.jpg"));
     const auto columns = results_columns(criterion->names(), model->head()->options().pose(),
                                          static_cast<int>(optimizer->num_groups()));
     results = std::make_unique<ResultsCsv>(
@@ -706,6 +729,8 @@ TrainSummary Trainer::run() {
   summary.optimizer_steps = position.optimizer_steps;
   summary.best_fitness = best_fitness;
   summary.best_epoch = best_epoch;
+  summary.total_s = run_clock.seconds();
+  if (main_rank() && !summary.interrupted) show(final_summary(summary));
   return summary;
 }
 

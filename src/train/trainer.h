@@ -34,6 +34,7 @@ struct TrainSummary {
   bool main_rank = true;     // false on ranks > 0 of a distributed run (they report nothing)
   double best_fitness = 0;
   int64_t best_epoch = -1;             // 0-based
+  double total_s = 0;                  // wall time of this process's part of the run
   std::vector<double> box_stats;       // last validation's 12 COCO bbox stats (empty: none)
   std::vector<double> keypoint_stats;  // last validation's 10 keypoint stats (pose)
 };

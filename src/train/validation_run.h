@@ -41,6 +41,8 @@ class ValidationRun {
                              const loss::Criterion* criterion = nullptr);
 
   int64_t images() const { return static_cast<int64_t>(records_.size()); }
+  // The split's images with their ground truth (the plots match detections against them).
+  const std::vector<data::ImageRecord>& records() const { return records_; }
 
  private:
   std::vector<data::ImageRecord> records_;

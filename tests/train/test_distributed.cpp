@@ -160,7 +160,7 @@ TEST_CASE("2 ranks x batch 2 train the weights of 1 process x batch 4, identical
       dir.path());
   INFO(two.output);
   REQUIRE(two.exit_code == 0);
-  CHECK(two.output.find("done: 1 epochs, 2 optimizer steps") != std::string::npos);
+  CHECK(two.output.find("1 epochs (2 optimizer steps) in ") != std::string::npos);
 
   const Checkpoint a = load_checkpoint(dir.file("runs/one/weights/last.ckpt"));
   const Checkpoint b = load_checkpoint(dir.file("runs/two/weights/last.ckpt"));

@@ -76,7 +76,8 @@ TEST_CASE("a short run writes its run directory and validates with COCO metrics"
   const RunPaths p = run_paths(s.run_dir);
   for (const auto& f : {p.args_yaml, p.train_log, p.metrics_jsonl, p.results_csv, p.results_png,
                         p.last_ckpt, p.best_ckpt, p.file("predictions.json"),
-                        p.file("train_batch0.jpg"), p.file("val_pred0.jpg")})
+                        p.file("train_batch0.jpg"), p.file("val_batch0_pred.jpg"),
+                        p.file("val_batch0_labels.jpg"), p.file("confusion_matrix.png")})
     CHECK(fs::exists(f));
   const ResultsTable table = read_results_csv(p.results_csv);
   CHECK(table.rows.size() == 2);

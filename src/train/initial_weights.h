@@ -1,0 +1,34 @@
+// model.weights for a new run (fine-tuning, "train longer"): a detrain checkpoint (its EMA
+// weights, as validated, else the raw model), a run directory (its weights/best.ckpt, else
+// weights/last.ckpt) or a safetensors state dict with reference names (strict). A checkpoint
+// of another architecture, scale or keypoint shape is refused naming both; one with another
+// class count loads everything but the class heads, as the reference's intersect_dicts does,
+// and says so.
+#pragma once
+
+#include <string>
+
+#include "model/yolo_model.h"
+#include "train/checkpoint.h"
+
+namespace detrain::train {
+
+struct InitialWeightsReport {
+  std::string path;   // the file loaded
+  size_t loaded = 0;  // tensors copied
+  size_t fresh = 0;   // tensors left at their initialisation (class heads)
+  bool from_checkpoint = false;
+};
+
+// The weights file `weights` names: itself, or for a run directory its best.ckpt (else
+// last.ckpt). Throws IoError naming what was looked for.
+std::string initial_weights_file(const std::string& weights);
+
+// Loads `weights` into `model`, which is `identity`. Throws IoError / ModelError.
+InitialWeightsReport load_initial_weights(model::YoloModelImpl& model, const ArchIdentity& identity,
+                                          const std::string& weights);
+
+// Throws ConfigError when `checkpoint` holds weights only (a best.ckpt), which cannot resume.
+void require_resumable(const Checkpoint& checkpoint, const std::string& path);
+
+}  // namespace detrain::train
