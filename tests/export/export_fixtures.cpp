@@ -1,0 +1,90 @@
+// See export_fixtures.h.
+#include "export/export_fixtures.h"
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "common/paths.h"
+#include "model/safetensors.h"
+
+namespace detrain::test {
+
+namespace fs = std::filesystem;
+
+std::vector<ExportCase> export_cases() {
+  return {{"yolo26n", "models/yolo26.yaml", "data/coco-mini.yaml"},
+          {"yolo26n-pose", "models/yolo26-pose.yaml", "data/coco-mini-pose.yaml"},
+          {"yolo11n", "models/yolo11.yaml", "data/coco-mini.yaml"},
+          {"yolo11n-pose", "models/yolo11-pose.yaml", "data/coco-mini-pose.yaml"}};
+}
+
+RunResult run_command(const std::string& command) {
+  RunResult result;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::optional<std::string> onnx_python_or_skip() {
+  const char* env = std::getenv("DETRAIN_TEST_VENV");
+  const std::string venv = env && *env ? env : source_dir() + "/.venv-test";
+  const std::string python = venv + "/bin/python";
+  if (fs::exists(python) &&
+      run_command("'" + python + "' -c 'import onnx, onnxruntime, numpy'").exit_code == 0)
+    return python;
+  skip("no onnx/onnxruntime test environment at " + venv + " (run scripts/setup.sh)");
+  return std::nullopt;
+}
+
+std::optional<torch::Tensor> coco_images(int64_t count, int64_t imgsz) {
+  const auto root = shared_data_or_skip("coco-mini/images");
+  if (!root) return std::nullopt;
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(*root))
+    if (entry.path().extension() == ".jpg") files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  REQUIRE(static_cast<int64_t>(files.size()) >= count);
+  std::vector<torch::Tensor> images;
+  for (int64_t i = 0; i < count; ++i) {
+    cv::Mat bgr = cv::imread(files[i], cv::IMREAD_COLOR);
+    REQUIRE(!bgr.empty());
+    cv::Mat rgb;
+    cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+    cv::resize(rgb, rgb, cv::Size(static_cast<int>(imgsz), static_cast<int>(imgsz)), 0, 0,
+               cv::INTER_LINEAR);
+    auto hwc = torch::from_blob(rgb.data, {imgsz, imgsz, 3}, torch::kUInt8).clone();
+    images.push_back(hwc.permute({2, 0, 1}).to(torch::kFloat).div(255.0));
+  }
+  return torch::stack(images).contiguous();
+}
+
+OrtOutputs run_onnxruntime(const std::string& python, const std::string& onnx_path,
+                           const std::map<std::string, torch::Tensor>& inputs, const TempDir& dir) {
+  const std::string in = dir.file("ort_inputs.safetensors");
+  const std::string out = dir.file("ort_outputs.safetensors");
+  std::vector<std::pair<std::string, torch::Tensor>> list(inputs.begin(), inputs.end());
+  model::write_safetensors(in, list);
+  const auto r = run_command("'" + python + "' '" + source_dir() + "/tests/export/ort_run.py' '" +
+                             onnx_path + "' '" + in + "' '" + out + "'");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto file = model::read_safetensors(out);
+  return {file.tensors, file.metadata};
+}
+
+double max_abs_difference(const torch::Tensor& a, const torch::Tensor& b) {
+  REQUIRE(a.sizes() == b.sizes());
+  if (a.numel() == 0) return 0;
+  return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
+}
+
+}  // namespace detrain::test
