@@ -68,13 +68,15 @@ std::optional<torch::Tensor> coco_images(int64_t count, int64_t imgsz) {
 }
 
 OrtOutputs run_onnxruntime(const std::string& python, const std::string& onnx_path,
-                           const std::map<std::string, torch::Tensor>& inputs, const TempDir& dir) {
+                           const std::map<std::string, torch::Tensor>& inputs, const TempDir& dir,
+                           int timed_runs) {
   const std::string in = dir.file("ort_inputs.safetensors");
   const std::string out = dir.file("ort_outputs.safetensors");
   std::vector<std::pair<std::string, torch::Tensor>> list(inputs.begin(), inputs.end());
   model::write_safetensors(in, list);
-  const auto r = run_command("'" + python + "' '" + source_dir() + "/tests/export/ort_run.py' '" +
-                             onnx_path + "' '" + in + "' '" + out + "'");
+  const auto r =
+      run_command("'" + python + "' '" + source_dir() + "/tests/export/ort_run.py' '" + onnx_path +
+                  "' '" + in + "' '" + out + "' " + std::to_string(timed_runs));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   const auto file = model::read_safetensors(out);
@@ -85,6 +87,36 @@ double max_abs_difference(const torch::Tensor& a, const torch::Tensor& b) {
   REQUIRE(a.sizes() == b.sizes());
   if (a.numel() == 0) return 0;
   return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
+}
+
+double onnx_difference(const torch::Tensor& ort, const model::EvalOutput& libtorch, int64_t nc,
+                       bool end2end) {
+  if (!end2end) return max_abs_difference(ort, libtorch.decoded);
+  REQUIRE(ort.sizes() == libtorch.detections.sizes());
+  const auto rows = ort.to(torch::kFloat);  // [B, k, 6 + nk]
+  double worst = 0;
+  for (int64_t b = 0; b < rows.size(0); ++b) {
+    const auto preds = libtorch.decoded[b].t();  // [A, 4 + nc + nk]
+    const auto r = rows[b];                      // [k, 6 + nk]
+    const auto cls = r.select(1, 5).round().to(torch::kLong);
+    REQUIRE(cls.min().item<int64_t>() >= 0);
+    REQUIRE(cls.max().item<int64_t>() < nc);
+    const auto boxes = preds.slice(1, 0, 4);                                          // [A, 4]
+    const auto scores = preds.slice(1, 4, 4 + nc).index_select(1, cls);               // [A, k]
+    auto diff = (boxes.unsqueeze(0) - r.slice(1, 0, 4).unsqueeze(1)).abs().amax(-1);  // [k, A]
+    diff = torch::maximum(diff, (scores.t() - r.select(1, 4).unsqueeze(1)).abs());
+    if (r.size(1) > 6) {
+      const auto kpts = preds.slice(1, 4 + nc);  // [A, nk]
+      diff = torch::maximum(diff, (kpts.unsqueeze(0) - r.slice(1, 6).unsqueeze(1)).abs().amax(-1));
+    }
+    worst = std::max(worst, std::get<0>(diff.min(1)).max().item<double>());
+    // The same top-k scores, in descending order.
+    const auto scores_ort = r.select(1, 4);
+    CHECK(max_abs_difference(scores_ort, libtorch.detections[b].select(1, 4)) <= 1e-4);
+    if (scores_ort.size(0) > 1)
+      CHECK((scores_ort.slice(0, 1) <= scores_ort.slice(0, 0, -1)).all().item<bool>());
+  }
+  return worst;
 }
 
 }  // namespace detrain::test

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/heads.h"
 #include "test_support.h"
 
 namespace detrain::test {
@@ -40,10 +41,22 @@ struct OrtOutputs {
 };
 
 // onnx.checker (full check) then onnxruntime on each named input batch; REQUIREs success.
+// timed_runs > 0: metadata["latency_ms"] is the median CPU milliseconds per image over that
+// many further runs.
 OrtOutputs run_onnxruntime(const std::string& python, const std::string& onnx_path,
-                           const std::map<std::string, torch::Tensor>& inputs, const TempDir& dir);
+                           const std::map<std::string, torch::Tensor>& inputs, const TempDir& dir,
+                           int timed_runs = 0);
 
 // Largest absolute difference of two tensors of the same shape (REQUIREs equal shapes).
 double max_abs_difference(const torch::Tensor& a, const torch::Tensor& b);
+
+// How far onnxruntime's output is from LibTorch's EvalOutput of the same images. NMS models:
+// the largest |difference| of the decoded tensors. end2end models: every `detections` row must
+// be a real (anchor, class) row of LibTorch's decoded tensor (box, that class's score,
+// keypoints), so the largest over rows of the smallest difference over anchors; the order of
+// rows whose scores tie to within float rounding is the runtime's own (random-init heads score
+// every anchor alike), so rows are not compared by position.
+double onnx_difference(const torch::Tensor& ort, const model::EvalOutput& libtorch, int64_t nc,
+                       bool end2end);
 
 }  // namespace detrain::test

@@ -1,15 +1,18 @@
 """Runs an exported ONNX file with the runtimes nobody in detrain wrote (test helper).
 
-usage: ort_run.py MODEL.onnx INPUTS.safetensors OUTPUTS.safetensors
+usage: ort_run.py MODEL.onnx INPUTS.safetensors OUTPUTS.safetensors [TIMED_RUNS]
 
 onnx.checker.check_model(full_check=True) must accept MODEL; onnxruntime (CPU) then runs it once
 per tensor in INPUTS (each an `images` batch) and OUTPUTS gets the model's first output under
 the same names, plus the model's metadata properties and its input/output dims in
-__metadata__. Exit 0 on success; any failure prints one line and exits 1.
+__metadata__. With TIMED_RUNS, each batch then runs that many more times and the median
+milliseconds per image go into __metadata__ as latency_ms. Exit 0 on success; any failure prints one line and exits 1.
 """
 import json
+import statistics
 import struct
 import sys
+import time
 
 import numpy as np
 import onnx
@@ -52,13 +55,20 @@ def dims(value):
 
 def main():
     model_path, inputs_path, outputs_path = sys.argv[1:4]
+    timed_runs = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     model = onnx.load(model_path)
     onnx.checker.check_model(model, full_check=True)
     session = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
-    outputs = {}
+    outputs, per_image = {}, []
     for name, images in read_safetensors(inputs_path).items():
         outputs[name] = session.run(None, {"images": images})[0]
+        for _ in range(timed_runs):
+            start = time.perf_counter()
+            session.run(None, {"images": images})
+            per_image.append((time.perf_counter() - start) * 1000 / images.shape[0])
     metadata = {p.key: p.value for p in model.metadata_props}
+    if per_image:
+        metadata["latency_ms"] = f"{statistics.median(per_image):.1f}"
     metadata["input_dims"] = json.dumps(dims(model.graph.input[0]))
     metadata["output_dims"] = json.dumps(dims(model.graph.output[0]))
     metadata["output_name"] = model.graph.output[0].name
