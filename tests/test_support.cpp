@@ -1,6 +1,7 @@
 // Test helpers; see test_support.h.
 #include "test_support.h"
 
+#include <ftw.h>
 #include <unistd.h>
 
 #include <array>
@@ -65,8 +66,14 @@ TempDir::TempDir(const std::string& tag) {
 }
 
 TempDir::~TempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
+  // POSIX nftw rather than std::filesystem::remove_all: the PyPI torch wheel's libtorch.so
+  // exports its own std::filesystem symbols, and its remove_all crashes (null call) when the
+  // dynamic linker binds ours to it.
+  auto remove = [](const char* p, const struct stat*, int, struct FTW*) {
+    std::remove(p);  // best effort, like remove_all with an error_code
+    return 0;
+  };
+  ::nftw(path_.c_str(), remove, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 void write_text(const std::string& path, const std::string& text) {
