@@ -26,7 +26,7 @@ TEST_CASE("ONNX encoder writes ModelProto fields with onnx.proto's tags", "[unit
       "\x72\x06\x0a\x01"
       "k\x12\x01"
       "v",  // metadata_props (field 14) { key, value }
-      26};
+      27};
   CHECK(serialize(m) == expected);
 }
 
