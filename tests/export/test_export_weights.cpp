@@ -120,9 +120,10 @@ TEST_CASE("a short-trained checkpoint exports to safetensors and ONNX through th
     const auto out = reference.model->forward_eval(*images, 300);
     const auto ort = run_onnxruntime(*python, onnx, {{"b3", *images}}, dir);
     const auto& arch = reference.model->arch();
-    const double d = onnx_difference(ort.tensors.at("b3"), out, arch.nc, arch.end2end);
-    std::cout << c.name << " (trained): onnxruntime vs LibTorch max |diff| " << d << "\n";
-    CHECK(d <= 1e-4);  // the issue's fp32 bar
+    const auto d = onnx_difference(ort.tensors.at("b3"), out, arch.nc, arch.end2end);
+    std::cout << c.name << " (trained): onnxruntime vs LibTorch max |diff| " << d.abs << " (scaled "
+              << d.scaled << ")\n";
+    CHECK(d.scaled <= 1e-4);  // the issue's fp32 bar, scaled above 100 (see export_fixtures.h)
     // The data set was readable: class names in the metadata.
     CHECK(ort.metadata.at("names").find("person") != std::string::npos);
   }
