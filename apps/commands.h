@@ -34,6 +34,7 @@ Command add_eval_command(CLI::App& root);
 Command add_train_command(CLI::App& root);
 Command add_val_command(CLI::App& root);
 Command add_predict_command(CLI::App& root);
+Command add_export_command(CLI::App& root);
 
 // `detrain data` kinds (registered in cmd_data.cpp).
 Command add_data_synth(CLI::App& data);

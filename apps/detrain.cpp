@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   commands.push_back(cli::add_train_command(app));
   commands.push_back(cli::add_val_command(app));
   commands.push_back(cli::add_predict_command(app));
+  commands.push_back(cli::add_export_command(app));
   commands.push_back(cli::add_data_command(app));
 
   try {

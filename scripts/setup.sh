@@ -79,3 +79,19 @@ if ! have_pinned_torch; then
   have_pinned_torch || { echo "setup.sh: torch==$torch_version installed into $venv but its CMake package is missing (TorchConfig.cmake); remove $venv and run scripts/setup.sh again" >&2; exit 1; }
   echo "setup.sh: done"
 fi
+
+# ---- test-only runtimes for `detrain export` (tests/export) ----------------------------------
+# onnx (checker) and onnxruntime, which nobody here wrote, check the exported ONNX files. They
+# live in their own environment, .venv-test, so the torch venv stays as pinned; the export tests
+# skip visibly when it is missing. DETRAIN_TEST_VENV picks another folder.
+test_venv="${DETRAIN_TEST_VENV:-$root/.venv-test}"
+test_pins=(onnx==1.17.0 onnxruntime==1.20.1 numpy==1.26.4)
+if ! { [[ -x "$test_venv/bin/python" ]] &&
+       "$test_venv/bin/python" -c 'import onnx, onnxruntime, numpy' 2>/dev/null; }; then
+  echo "setup.sh: creating the test environment $test_venv (${test_pins[*]})"
+  python3 -m venv "$test_venv"
+  if ! "$test_venv/bin/python" -m pip install -q --disable-pip-version-check "${test_pins[@]}"; then
+    echo "setup.sh: pip could not install ${test_pins[*]} into $test_venv; check the network to PyPI, then run scripts/setup.sh again" >&2
+    exit 1
+  fi
+fi

@@ -101,6 +101,7 @@ class ConvImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);  // [B, c1, H, W] -> [B, c2, H/s, W/s]
   void fuse();
   bool fused() const { return !bn; }
+  bool activated() const { return act_; }  // SiLU after the convolution (read by the exporter)
   // Training-mode BN statistics over all data-parallel ranks (null: this process's batch).
   void set_sync_batch_norm(std::shared_ptr<const Replicas> replicas) {
     sync_replicas_ = std::move(replicas);
@@ -121,6 +122,7 @@ class BottleneckImpl : public torch::nn::Module {
   BottleneckImpl(int64_t c1, int64_t c2, bool shortcut = true, int64_t g = 1,
                  std::pair<int64_t, int64_t> k = {3, 3}, double e = 0.5);
   torch::Tensor forward(const torch::Tensor& x);
+  bool residual() const { return add_; }
 
  private:
   Conv cv1{nullptr}, cv2{nullptr};
@@ -170,6 +172,8 @@ class SPPFImpl : public torch::nn::Module {
  public:
   SPPFImpl(int64_t c1, int64_t c2, int64_t k = 5, int64_t n = 3, bool shortcut = false);
   torch::Tensor forward(const torch::Tensor& x);
+  int64_t pools() const { return n_; }
+  bool residual() const { return add_; }
 
  private:
   Conv cv1{nullptr}, cv2{nullptr};
@@ -185,6 +189,10 @@ class AttentionImpl : public torch::nn::Module {
  public:
   AttentionImpl(int64_t dim, int64_t num_heads, double attn_ratio = 0.5);
   torch::Tensor forward(const torch::Tensor& x);  // [B, dim, H, W] -> same
+  int64_t num_heads() const { return num_heads_; }
+  int64_t head_dim() const { return head_dim_; }
+  int64_t key_dim() const { return key_dim_; }
+  double scale() const { return scale_; }
 
  private:
   int64_t num_heads_, head_dim_, key_dim_;
@@ -198,6 +206,7 @@ class PSABlockImpl : public torch::nn::Module {
  public:
   PSABlockImpl(int64_t c, double attn_ratio, int64_t num_heads, bool shortcut = true);
   torch::Tensor forward(const torch::Tensor& x);
+  bool residual() const { return add_; }
 
  private:
   Attention attn{nullptr};
@@ -224,6 +233,7 @@ class ConcatImpl : public torch::nn::Module {
  public:
   explicit ConcatImpl(int64_t dim = 1) : dim_(dim) {}
   torch::Tensor forward(std::vector<torch::Tensor> inputs);
+  int64_t dim() const { return dim_; }
 
  private:
   int64_t dim_;

@@ -1,0 +1,162 @@
+// ONNX export checked by runtimes nobody here wrote: onnx.checker accepts the file and
+// onnxruntime's outputs on real coco-mini images equal LibTorch's inference outputs, for the
+// four architectures, at batch 1 and 3 through one dynamic-batch file; metadata says what the
+// outputs are. Skips visibly without .venv-test (scripts/setup.sh) or coco-mini.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "export/export_fixtures.h"
+#include "export/onnx_export.h"
+#include "model/yolo_model.h"
+
+using namespace detrain;
+using namespace detrain::test;
+
+namespace {
+
+constexpr int64_t kImgsz = 256;  // small for test time; 640 is measured for the README
+// fp32 through ~100 layers with different conv kernels (oneDNN vs MLAS) and summation orders:
+// the 1e-4, on OnnxDifference::scaled (absolute below 100, see export_fixtures.h).
+constexpr double kTolerance = 1e-4;
+
+model::YoloModel random_model(const ExportCase& c) {
+  torch::manual_seed(7);
+  config::ModelOptions options;
+  options.arch = c.arch;
+  options.scale = "n";
+  auto m = model::make_model(options);
+  m->eval();
+  return m;
+}
+
+model::EvalOutput libtorch_output(model::YoloModelImpl& m, const torch::Tensor& images) {
+  torch::NoGradGuard no_grad;
+  return m.forward_eval(images, 300);
+}
+
+OnnxDifference difference(const torch::Tensor& ort, const model::EvalOutput& ref,
+                          const model::YoloModelImpl& m) {
+  return onnx_difference(ort, ref, m.arch().nc, m.arch().end2end);
+}
+
+}  // namespace
+
+TEST_CASE("ONNX export of each architecture matches LibTorch in onnxruntime", "[export]") {
+  const auto python = onnx_python_or_skip();
+  if (!python) return;
+  const auto images = coco_images(3, kImgsz);
+  if (!images) return;
+  for (const auto& c : export_cases()) {
+    INFO(c.name);
+    TempDir dir("export-onnx");
+    auto m = random_model(c);
+    const auto expected1 = libtorch_output(*m, images->slice(0, 0, 1));
+    const auto expected3 = libtorch_output(*m, *images);
+    exporter::OnnxOptions o;
+    o.imgsz = kImgsz;
+    o.dynamic = true;
+    for (int64_t i = 0; i < m->arch().nc; ++i) o.names.push_back("class" + std::to_string(i));
+    const std::string path = dir.file(c.name + ".onnx");
+    exporter::export_onnx(*m, o, path);
+    const auto ort = run_onnxruntime(
+        *python, path, {{"b1", images->slice(0, 0, 1).contiguous()}, {"b3", *images}}, dir);
+    const auto d1 = difference(ort.tensors.at("b1"), expected1, *m);
+    const auto d3 = difference(ort.tensors.at("b3"), expected3, *m);
+    std::cout << c.name << ": onnxruntime vs LibTorch max |diff| batch 1 " << d1.abs << ", batch 3 "
+              << d3.abs << " (scaled " << d1.scaled << ", " << d3.scaled << ")\n";
+    CHECK(d1.scaled <= kTolerance);
+    CHECK(d3.scaled <= kTolerance);
+
+    const auto& meta = ort.metadata;
+    const bool pose = c.name.find("pose") != std::string::npos;
+    CHECK(meta.at("task") == (pose ? "pose" : "detect"));
+    CHECK(nlohmann::json::parse(meta.at("strides")) == nlohmann::json({8, 16, 32}));
+    CHECK(nlohmann::json::parse(meta.at("imgsz")) == nlohmann::json({kImgsz, kImgsz}));
+    const auto names = nlohmann::json::parse(meta.at("names"));
+    CHECK(static_cast<int64_t>(names.size()) == m->arch().nc);
+    CHECK(names.at("0") == "class0");
+    if (pose) CHECK(nlohmann::json::parse(meta.at("kpt_shape")) == nlohmann::json({17, 3}));
+    CHECK(meta.count("kpt_shape") == (pose ? 1u : 0u));
+    CHECK(meta.at("output_name") == (m->arch().end2end ? "detections" : "predictions"));
+    auto dims = nlohmann::json::parse(meta.at("output_dims"));
+    CHECK(dims.at(0) == "batch");
+    CHECK(nlohmann::json::parse(meta.at("input_dims")) ==
+          nlohmann::json({"batch", 3, kImgsz, kImgsz}));
+  }
+}
+
+TEST_CASE("ONNX export with a fixed batch, another opset and float16 runs in onnxruntime",
+          "[export]") {
+  const auto python = onnx_python_or_skip();
+  if (!python) return;
+  const auto images = coco_images(2, kImgsz);
+  if (!images) return;
+  const auto c = export_cases().front();
+  TempDir dir("export-onnx-opts");
+  auto m = random_model(c);
+  const auto expected = libtorch_output(*m, *images);
+  exporter::OnnxOptions o;
+  o.imgsz = kImgsz;
+  o.batch = 2;
+  o.opset = exporter::kMaxOpset;  // ReduceMax takes axes as an input from 18 on
+  m->fuse();
+  const std::string path = dir.file("fixed.onnx");
+  exporter::export_onnx(*m, o, path);
+  const auto ort = run_onnxruntime(*python, path, {{"b2", *images}}, dir);
+  CHECK(difference(ort.tensors.at("b2"), expected, *m).scaled <= kTolerance);
+  CHECK(nlohmann::json::parse(ort.metadata.at("input_dims")) ==
+        nlohmann::json({2, 3, kImgsz, kImgsz}));
+  CHECK(ort.metadata.at("opset") == std::to_string(exporter::kMaxOpset));
+
+  o.opset = exporter::kMinOpset;
+  o.half = true;
+  const std::string half = dir.file("half.onnx");
+  exporter::export_onnx(*m, o, half);
+  const auto ort_half = run_onnxruntime(*python, half, {{"b2", *images}}, dir);
+  const auto got = ort_half.tensors.at("b2");
+  // float16 activations and logits (10-bit mantissa: 0.008 steps near -8): a few % relative.
+  CHECK(got.sizes() == expected.detections.sizes());
+  const double best = expected.detections[0][0][4].item<double>();
+  CHECK(std::abs(got[0][0][4].item<double>() - best) <= 5e-2 * best);
+  CHECK(ort_half.metadata.at("half") == "true");
+}
+
+// The README's figures: `build/detrain_tests "[export-measure]"` (hidden from the default run:
+// it takes a minute). yolo26n at 640 px on 3 coco-mini images, one file, one run.
+TEST_CASE("yolo26n at 640 px: onnxruntime vs LibTorch max difference and CPU latency",
+          "[.][export-measure]") {
+  const auto python = onnx_python_or_skip();
+  if (!python) return;
+  const auto images = coco_images(3, 640);
+  if (!images) return;
+  TempDir dir("export-measure");
+  auto m = random_model(export_cases().front());
+  m->fuse();
+  std::vector<model::EvalOutput> expected;
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < 3; ++i)
+    expected.push_back(libtorch_output(*m, images->slice(0, i, i + 1)));
+  const double libtorch_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
+      3;
+  exporter::OnnxOptions o;
+  o.imgsz = 640;
+  const std::string path = dir.file("yolo26n.onnx");
+  exporter::export_onnx(*m, o, path);
+  std::map<std::string, torch::Tensor> inputs;
+  for (int64_t i = 0; i < 3; ++i)
+    inputs["image" + std::to_string(i)] = images->slice(0, i, i + 1).contiguous();
+  const auto ort = run_onnxruntime(*python, path, inputs, dir, /*timed_runs=*/5);
+  OnnxDifference diff;
+  for (int64_t i = 0; i < 3; ++i) {
+    const auto d = difference(ort.tensors.at("image" + std::to_string(i)), expected[i], *m);
+    diff.abs = std::max(diff.abs, d.abs);
+    diff.scaled = std::max(diff.scaled, d.scaled);
+  }
+  std::cout << "yolo26n 640 px: onnxruntime vs LibTorch max |diff| " << diff.abs << " (scaled "
+            << diff.scaled << ")"
+            << "; onnxruntime CPU " << ort.metadata.at("latency_ms") << " ms/image (median), "
+            << "LibTorch CPU " << libtorch_ms << " ms/image (mean of 3)\n";
+  CHECK(diff.scaled <= kTolerance);
+}
