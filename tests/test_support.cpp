@@ -1,6 +1,7 @@
 // Test helpers; see test_support.h.
 #include "test_support.h"
 
+#include <ftw.h>
 #include <unistd.h>
 
 #include <array>
@@ -65,8 +66,12 @@ TempDir::TempDir(const std::string& tag) {
 }
 
 TempDir::~TempDir() {
-  std::error_code ec;
-  fs::remove_all(path_, ec);
+  // Not fs::remove_all: the torch wheel's libtorch.so exports its own copy, which the dynamic
+  // linker binds here and which crashes (a null call inside it).
+  ::nftw(
+      path_.c_str(),
+      [](const char* p, const struct stat*, int, struct FTW*) { return ::remove(p); }, 16,
+      FTW_DEPTH | FTW_PHYS);
 }
 
 void write_text(const std::string& path, const std::string& text) {
