@@ -60,7 +60,8 @@ struct TrainOptions {
     v("precision", precision, "bf16 autocast (fp32 master weights) or fp32",
       Constraint::one_of({"bf16", "fp32"}));
     v("max_bad_steps", max_bad_steps,
-      "stop after this many skipped non-finite steps (the last good checkpoint is kept)",
+      "on divergence (non-finite or collapsed loss) roll back and halve the learning rate up to "
+      "this many times, then stop",
       Constraint::range(0, 1000000));
     v("save_period_steps", save_period_steps, "also save last every N optimizer steps (0: off)",
       Constraint::range(0, 1e12));
