@@ -1,6 +1,7 @@
-// Atomic file writes: data goes to a temporary file in the target's directory, is flushed and
-// fsync'ed, then renamed over the target (and the directory fsync'ed). A reader therefore sees
-// the old file or the new one, never a torn one; a full disk leaves the old file untouched.
+// Atomic file writes: data goes to a temporary file `<target>.tmp.<pid>.<n>` in the target's
+// directory, is fsync'ed, then renamed over the target (and the directory fsync'ed). A reader
+// therefore sees the old file or the new one, never a torn one; a full disk or any failure of
+// the writer removes the temporary file and leaves the old file untouched.
 #pragma once
 
 #include <functional>
@@ -15,8 +16,18 @@ namespace detrain {
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
 // Streams into a temporary file through `writer`, then commits as above. Use for large outputs
-// (checkpoints) that should not be built in memory first.
+// (checkpoints) that should not be built in memory first. After a failed write(2) the stream
+// discards the rest instead of failing (so LibTorch's zip writer cannot abort the process), and
+// the failure is thrown as IoError when the writer returns. What the writer throws itself
+// passes through, after the temporary file is removed.
 void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& writer);
+
+// Removes temporaries `<prefix>*.tmp.<pid>.<n>` in `dir` left by processes that no longer run
+// (a kill during a write). An empty prefix matches every file name. Returns how many it removed.
+int remove_stale_temporaries(const std::string& dir, const std::string& prefix = "");
+
+// "disk full (free some space and retry)" for ENOSPC/EDQUOT/EFBIG, else strerror.
+std::string describe_errno(int err);
 
 // Reads a whole file; throws IoError naming the path when it cannot.
 std::string read_file(const std::string& path);

@@ -30,7 +30,8 @@ ResolvedConfig resolve(const std::string& config_file, const std::vector<std::st
 void apply_overrides(ResolvedConfig& resolved, const std::vector<std::string>& overrides);
 
 // Range/choice checks and cross-field rules; throws ConfigError naming the key.
-void validate(const Experiment& experiment);
+// `origin` (ResolvedConfig::origin) names the file or override a bad value came from.
+void validate(const Experiment& experiment, const std::map<std::string, std::string>& origin = {});
 
 // YAML text of every field in canonical order. With docs: a header and a comment per field
 // (the form of configs/default.yaml).

@@ -5,6 +5,9 @@
 
 namespace detrain::config {
 
+// The most classes a model may have (model.nc, a YAML's nc, a head's nc argument).
+constexpr int64_t kMaxClasses = 100000;
+
 struct ModelOptions {
   std::string arch = "models/yolo26.yaml";
   std::string scale = "n";
@@ -17,7 +20,8 @@ struct ModelOptions {
     v("scale", scale,
       "model scale from the YAML's scales table (a scale in the arch name, yolo26s, wins)",
       Constraint::one_of({"n", "s", "m", "l", "x"}));
-    v("nc", nc, "number of classes; 0 takes it from the data set", Constraint::range(0, 100000));
+    v("nc", nc, "number of classes; 0 takes it from the data set",
+      Constraint::range(0, kMaxClasses));
     v("weights", weights,
       "initial weights: a safetensors state dict with reference names; empty for random init");
   }

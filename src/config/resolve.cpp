@@ -41,13 +41,44 @@ FieldRef* find_field(std::vector<FieldRef>& fields, const std::string& name) {
                                   : "; did you mean '" + hint + "'?"));
 }
 
+// yaml-cpp keeps the later of two equal keys silently; a config that sets a key twice is
+// refused instead, naming the line of the second.
+void refuse_duplicate_keys(const YAML::Node& node, const std::string& path,
+                           const std::string& prefix) {
+  if (node.IsSequence())
+    for (const auto& item : node) refuse_duplicate_keys(item, path, prefix);
+  if (!node.IsMap()) return;
+  std::vector<std::string> seen;
+  for (const auto& item : node) {
+    const std::string key = item.first.Scalar();
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      throw ConfigError("config: " + path + ":" + std::to_string(item.first.Mark().line + 1) +
+                        ": key '" + prefix + key + "' appears twice; keep one");
+    seen.push_back(key);
+    refuse_duplicate_keys(item.second, path, prefix + key + ".");
+  }
+}
+
 YAML::Node load_yaml_file(const std::string& path) {
   std::error_code ec;
-  if (!fs::is_regular_file(path, ec))
+  const fs::file_status status = fs::status(path, ec);
+  if (!fs::exists(status))
     throw ConfigError("config: cannot read " + path +
                       ": no such file (configs/ holds the shipped experiments)");
+  if (fs::is_directory(status))
+    throw ConfigError("config: cannot read " + path +
+                      ": it is a directory; pass a YAML file such as configs/coco-mini.yaml");
+  if (!fs::is_regular_file(status))  // /dev/null, a FIFO: not a config that can be re-read
+    throw ConfigError("config: cannot read " + path +
+                      ": not a regular file (a device or pipe); pass a YAML file");
   try {
-    return YAML::LoadFile(path);
+    const std::vector<YAML::Node> documents = YAML::LoadAllFromFile(path);
+    if (documents.size() > 1)
+      throw ConfigError("config: " + path + " holds " + std::to_string(documents.size()) +
+                        " YAML documents (separated by ---); one config per file");
+    if (documents.empty()) return YAML::Node();
+    refuse_duplicate_keys(documents.front(), path, "");
+    return documents.front();
   } catch (const YAML::ParserException& e) {
     throw ConfigError("config: " + path + ":" + std::to_string(e.mark.line + 1) + ":" +
                       std::to_string(e.mark.column + 1) + ": YAML syntax error: " + e.msg);
@@ -164,11 +195,18 @@ std::vector<std::string> keys_named(const std::string& key) {
   return keys;
 }
 
-void validate(const Experiment& experiment) {
+void validate(const Experiment& experiment, const std::map<std::string, std::string>& origin) {
   Experiment copy = experiment;
   for (const auto& f : fields_of(copy)) check_constraint(f, "resolved");
-  auto fail = [](const std::string& key, const std::string& value, const std::string& what) {
-    throw ConfigError("config: " + key + " = '" + value + "': " + what);
+  auto fail = [&](const std::string& key, const std::string& value, const std::string& what) {
+    const auto from = origin.find(key);
+    // Named as set_field names a bad value: "(command line)" or "(configs/x.yaml)".
+    std::string where;
+    if (from != origin.end() && from->second == kOverrideOrigin)
+      where = " (command line)";
+    else if (from != origin.end() && from->second != "default")
+      where = " (" + from->second + ")";
+    throw ConfigError("config: " + key + " = '" + value + "'" + where + ": " + what);
   };
   if (experiment.data.imgsz % 32 != 0)
     fail("data.imgsz", std::to_string(experiment.data.imgsz),
@@ -193,7 +231,7 @@ ResolvedConfig resolve(const std::string& config_file, const std::vector<std::st
     apply_file(resolved, fields, resolve_resource(config_file), chain);
   }
   apply_override_list(resolved, fields, overrides);
-  validate(resolved.experiment);
+  validate(resolved.experiment, resolved.origin);
   resolved.hash = hash_of(resolved.experiment);
   return resolved;
 }
@@ -201,7 +239,7 @@ ResolvedConfig resolve(const std::string& config_file, const std::vector<std::st
 void apply_overrides(ResolvedConfig& resolved, const std::vector<std::string>& overrides) {
   auto fields = fields_of(resolved.experiment);
   apply_override_list(resolved, fields, overrides);
-  validate(resolved.experiment);
+  validate(resolved.experiment, resolved.origin);
   resolved.hash = hash_of(resolved.experiment);
 }
 

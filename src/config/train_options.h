@@ -63,7 +63,8 @@ struct TrainOptions {
       "bf16-always (bf16 even there, for measurements) or fp32",
       Constraint::one_of({"bf16", "bf16-always", "fp32"}));
     v("max_bad_steps", max_bad_steps,
-      "stop after this many skipped non-finite steps (the last good checkpoint is kept)",
+      "on divergence (non-finite or collapsed loss) roll back and halve the learning rate up to "
+      "this many times, then stop",
       Constraint::range(0, 1000000));
     v("save_period_steps", save_period_steps, "also save last every N optimizer steps (0: off)",
       Constraint::range(0, 1e12));

@@ -2,6 +2,8 @@
 // in the file, so they are collected flat first and attached to their images at the end.
 #include "data/coco_records.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -230,13 +232,19 @@ Records build_records(const std::vector<RawImage>& images,
     }
     result.images.push_back(std::move(records[i]));
   }
-  if (stats.images_missing > 0 && !options.skip_missing) {
+  if (stats.images_missing > 0) {
     std::string list;
     for (const auto& p : stats.missing_examples) list += (list.empty() ? "" : ", ") + p;
-    throw DataError(source + ": " + std::to_string(stats.images_missing) +
-                    " image file(s) missing (" + list +
-                    (stats.images_missing > int64_t(kMissingExamples) ? ", ..." : "") +
-                    "); fix the data root or set data.skip_missing=true to skip them");
+    if (options.skip_missing) {
+      spdlog::warn("{}: skipping {} missing image file(s): {}{} (data.skip_missing=true)", source,
+                   stats.images_missing, list,
+                   stats.images_missing > int64_t(kMissingExamples) ? ", ..." : "");
+    } else {
+      throw DataError(source + ": " + std::to_string(stats.images_missing) +
+                      " image file(s) missing (" + list +
+                      (stats.images_missing > int64_t(kMissingExamples) ? ", ..." : "") +
+                      "); fix the data root or set data.skip_missing=true to skip them");
+    }
   }
   if (options.fraction < 1.0) {
     const auto keep = static_cast<size_t>(std::max(

@@ -62,7 +62,10 @@ void validate_coco_params(const CocoParams& p) {
     if (std::isnan(range.lo) || std::isnan(range.hi))
       throw ConfigError("COCO eval: area range '" + range.label + "' has a NaN bound");
   for (int64_t m : p.max_dets)
-    if (m < 0) throw ConfigError("COCO eval: max_dets must be >= 0, found " + std::to_string(m));
+    // 0 keeps no detection: every statistic would be -1, which reads as "no ground truth".
+    if (m < 1)
+      throw ConfigError("COCO eval: max_dets (--max-dets) must be >= 1, found " +
+                        std::to_string(m));
   if (p.iou_type == IouType::kKeypoints) {
     if (!p.use_cats)
       throw ConfigError(

@@ -32,8 +32,17 @@ struct Where {
   std::string field(const char* name) const { return record() + " '" + name + "'"; }
 };
 
+// A finite number: 1e999 overflows to inf, which no box, score or area can be (the NaN and
+// Infinity literals are refused by the grammar already).
 double read_number(JsonCursor& cursor, const Where& where, const char* field) {
-  return eval::read_number(cursor, [&] { return where.field(field); });
+  cursor.peek();  // past whitespace: `at` is where the number starts
+  const size_t at = cursor.offset();
+  const double value = eval::read_number(cursor, [&] { return where.field(field); });
+  if (!std::isfinite(value))
+    cursor.fail_content(where.field(field) + " overflows a double (" +
+                            std::string(value > 0 ? "+" : "-") + "inf); write a finite number",
+                        at);
+  return value;
 }
 
 int64_t read_id(JsonCursor& cursor, const Where& where, const char* field) {

@@ -51,6 +51,9 @@ void append_utf8(std::string& out, uint32_t cp) {
   }
 }
 
+// The most a pipe may deliver before it is taken for an endless stream.
+constexpr size_t kMaxPipedBytes = size_t{4} << 30;
+
 }  // namespace
 
 JsonFile::JsonFile(const std::string& path) {
@@ -58,7 +61,15 @@ JsonFile::JsonFile(const std::string& path) {
   if (fd < 0) throw IoError("cannot read " + path + ": " + std::strerror(errno));
   struct stat info {};
   const long page = ::sysconf(_SC_PAGESIZE);
-  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0 && page > 0 &&
+  const bool stat_ok = ::fstat(fd, &info) == 0;
+  // Devices (/dev/zero) and directories never end like a JSON file; pipes may, up to a cap.
+  if (stat_ok && !S_ISREG(info.st_mode) && !S_ISFIFO(info.st_mode)) {
+    ::close(fd);
+    throw IoError("cannot read " + path + ": " +
+                  (S_ISDIR(info.st_mode) ? "it is a directory" : "not a regular file") +
+                  " (pass a COCO JSON file)");
+  }
+  if (stat_ok && S_ISREG(info.st_mode) && info.st_size > 0 && page > 0 &&
       info.st_size % page != 0) {
     const size_t size = static_cast<size_t>(info.st_size);
     void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
@@ -83,6 +94,11 @@ JsonFile::JsonFile(const std::string& path) {
     }
     if (n == 0) break;
     buffer_.append(chunk, static_cast<size_t>(n));
+    if (buffer_.size() > kMaxPipedBytes) {
+      ::close(fd);
+      throw IoError("cannot read " + path + ": more than " + std::to_string(kMaxPipedBytes >> 30) +
+                    " GiB from a pipe (write the JSON to a file)");
+    }
   }
   ::close(fd);
   data_ = buffer_.c_str();

@@ -17,6 +17,8 @@
 #include "common/errors.h"
 #include "common/paths.h"
 #include "common/strings.h"
+#include "config/model_options.h"
+#include "model/row_checks.h"
 #include "model/yaml_args.h"
 
 namespace detrain::model {
@@ -48,6 +50,8 @@ struct ModuleEntry {
   Role role;
   // Builds the module from the resolved arguments (c1, c2, ... for base roles).
   std::function<torch::nn::AnyModule(const RowArgs&)> make;
+  // Throws ModelError when `make` could not build or run on these arguments (row_checks.h).
+  void (*check)(const RowArgs&) = check_nothing;
   // Spatial stride of the module's output relative to its input.
   std::function<int64_t(const RowArgs&)> stride = [](const RowArgs&) { return int64_t{1}; };
 };
@@ -74,8 +78,9 @@ int64_t upsample_factor(const RowArgs& a) {
   if (a.has(0)) throw a.fail("nn.Upsample with a fixed size is not supported; use a scale");
   if (a.text(2, "nearest") != "nearest") throw a.fail("only mode 'nearest' is supported");
   const double scale = a.real(1, 2.0);
-  if (scale < 1 || scale != std::floor(scale))
-    throw a.fail("the upsampling factor must be a whole number >= 1");
+  if (!(scale >= 1 && scale <= 8) || scale != std::floor(scale))
+    throw a.out_of_range("the upsampling factor", repr(a.all().size() > 1 ? a.all()[1] : Arg{}),
+                         "a whole number 1 to 8");
   return static_cast<int64_t>(scale);
 }
 
@@ -89,60 +94,74 @@ const std::map<std::string, ModuleEntry>& module_table() {
                    const int64_t c1 = a.integer(0, 0), c2 = a.integer(1, 0);
                    return torch::nn::AnyModule(Conv(c1, c2, conv_options(a, 2, false, c1, c2)));
                  },
-                 conv_stride};
+                 check_conv, conv_stride};
     // DWConv(c1, c2, k=1, s=1, d=1, act=True): groups = gcd(c1, c2)
     t["DWConv"] = {Role::kBase,
                    [](const RowArgs& a) {
                      const int64_t c1 = a.integer(0, 0), c2 = a.integer(1, 0);
                      return torch::nn::AnyModule(Conv(c1, c2, conv_options(a, 2, true, c1, c2)));
                    },
-                   conv_stride};
+                   check_dwconv, conv_stride};
     // Bottleneck(c1, c2, shortcut=True, g=1, k=(3, 3), e=0.5)
-    t["Bottleneck"] = {Role::kBase, [](const RowArgs& a) {
+    t["Bottleneck"] = {Role::kBase,
+                       [](const RowArgs& a) {
                          return torch::nn::AnyModule(Bottleneck(a.integer(0, 0), a.integer(1, 0),
                                                                 a.flag(2, true), a.integer(3, 1),
                                                                 a.pair(4, {3, 3}), a.real(5, 0.5)));
-                       }};
+                       },
+                       check_bottleneck};
     // C2f(c1, c2, n=1, shortcut=False, g=1, e=0.5)
-    t["C2f"] = {Role::kRepeat, [](const RowArgs& a) {
+    t["C2f"] = {Role::kRepeat,
+                [](const RowArgs& a) {
                   return torch::nn::AnyModule(C2f(a.integer(0, 0), a.integer(1, 0), a.integer(2, 1),
                                                   C2fBlock::kC2f, a.flag(3, false), a.integer(4, 1),
                                                   a.real(5, 0.5)));
-                }};
+                },
+                check_c2f};
     // C3(c1, c2, n=1, shortcut=True, g=1, e=0.5)
-    t["C3"] = {Role::kRepeat, [](const RowArgs& a) {
+    t["C3"] = {Role::kRepeat,
+               [](const RowArgs& a) {
                  return torch::nn::AnyModule(C3(a.integer(0, 0), a.integer(1, 0), a.integer(2, 1),
                                                 a.flag(3, true), a.integer(4, 1), a.real(5, 0.5),
                                                 std::pair<int64_t, int64_t>{1, 3}));
-               }};
+               },
+               check_c2f};
     // C3k2(c1, c2, n=1, c3k=False, e=0.5, attn=False, g=1, shortcut=True)
     t["C3k2"] = {
-        Role::kRepeat, [](const RowArgs& a) {
+        Role::kRepeat,
+        [](const RowArgs& a) {
           const C2fBlock block = a.flag(5, false)   ? C2fBlock::kAttention
                                  : a.flag(3, false) ? C2fBlock::kC3k
                                                     : C2fBlock::kBottleneck;
           return torch::nn::AnyModule(C2f(a.integer(0, 0), a.integer(1, 0), a.integer(2, 1), block,
                                           a.flag(7, true), a.integer(6, 1), a.real(4, 0.5)));
-        }};
+        },
+        check_c3k2};
     // SPPF(c1, c2, k=5, n=3, shortcut=False)
     t["SPPF"] = {
-        Role::kBase, [](const RowArgs& a) {
+        Role::kBase,
+        [](const RowArgs& a) {
           return torch::nn::AnyModule(SPPF(a.integer(0, 0), a.integer(1, 0), a.integer(2, 5),
                                            a.integer(3, 3), a.flag(4, false)));
-        }};
+        },
+        check_sppf};
     // C2PSA(c1, c2, n=1, e=0.5)
-    t["C2PSA"] = {Role::kRepeat, [](const RowArgs& a) {
+    t["C2PSA"] = {Role::kRepeat,
+                  [](const RowArgs& a) {
                     if (a.integer(0, 0) != a.integer(1, 0))
                       throw a.fail("C2PSA needs equal input and output widths");
                     return torch::nn::AnyModule(
                         C2PSA(a.integer(0, 0), a.integer(1, 0), a.integer(2, 1), a.real(3, 0.5)));
-                  }};
-    t["nn.Upsample"] = {Role::kUpsample, [](const RowArgs& a) {
-                          return torch::nn::AnyModule(Upsample(upsample_factor(a)));
-                        }};
+                  },
+                  check_c2psa};
+    t["nn.Upsample"] = {
+        Role::kUpsample,
+        [](const RowArgs& a) { return torch::nn::AnyModule(Upsample(upsample_factor(a))); },
+        [](const RowArgs& a) { upsample_factor(a); }};
     // Concat(dimension=1)
     t["Concat"] = {Role::kConcat,
-                   [](const RowArgs& a) { return torch::nn::AnyModule(Concat(a.integer(0, 1))); }};
+                   [](const RowArgs& a) { return torch::nn::AnyModule(Concat(a.integer(0, 1))); },
+                   check_concat};
     for (const char* head : {"Detect", "Pose", "Pose26"}) t[head] = {Role::kHead, nullptr};
     return t;
   }();
@@ -153,6 +172,9 @@ const std::map<std::string, ModuleEntry>& module_table() {
 
 YAML::Node load_yaml(const std::string& path) {
   if (!fs::exists(path)) throw ModelError("model YAML '" + path + "' does not exist");
+  if (!fs::is_regular_file(path))
+    throw ModelError("model YAML '" + path + "' is not a file (pass a file such as " +
+                     "models/yolo26.yaml)");
   try {
     return YAML::LoadFile(path);
   } catch (const YAML::BadFile&) {
@@ -238,6 +260,8 @@ std::pair<std::string, std::string> resolve_arch(const std::string& arch) {
 
 namespace {
 
+std::string repr_number(double v) { return repr(Arg::real(v)); }
+
 std::string join_ints(const std::vector<int64_t>& values) {
   std::vector<std::string> parts;
   for (int64_t v : values) parts.push_back(std::to_string(v));
@@ -251,8 +275,29 @@ struct Header {
   bool has_kpt_shape = false;  // in the YAML or the options
 };
 
+// The top-level keys an architecture YAML may have; any other is a typo.
+const std::vector<std::string>& known_keys() {
+  static const std::vector<std::string> keys{"backbone",       "head",      "nc",
+                                             "scales",         "kpt_shape", "reg_max",
+                                             "depth_multiple", "end2end",   "width_multiple"};
+  return keys;
+}
+
+void check_keys(const YAML::Node& root, const std::string& path) {
+  for (const auto& item : root) {
+    const std::string key = item.first.Scalar();
+    const auto& keys = known_keys();
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
+    const std::string hint = closest_match(key, keys);
+    throw ModelError(path + ": unknown key '" + key + "'" +
+                     (hint.empty() ? "" : "; did you mean '" + hint + "'?") +
+                     " (known: " + join(keys, ", ") + ")");
+  }
+}
+
 Header read_header(const YAML::Node& root, const std::string& path, const BuildOptions& options,
                    const std::string& implied_scale) {
+  check_keys(root, path);
   Header h;
   ArchInfo& arch = h.arch;
   arch.path = path;
@@ -284,20 +329,34 @@ Header read_header(const YAML::Node& root, const std::string& path, const BuildO
       throw ModelError(path + ": scale '" + scale + "' must be [depth, width, max_channels]");
     arch.depth = values[0];
     arch.width = values[1];
+    if (!(values[2] >= 1 && values[2] <= kMaxRowChannels))
+      throw ModelError(path + ": scale '" + scale + "' max_channels is " + repr_number(values[2]) +
+                       "; allowed 1 to " + std::to_string(kMaxRowChannels));
     arch.max_channels = static_cast<int64_t>(values[2]);
   } else {
     arch.depth = read_scalar<double>(root, "depth_multiple", path, 1.0);
     arch.width = read_scalar<double>(root, "width_multiple", path, 1.0);
   }
+  for (const auto& [name, value] : {std::pair{"depth", arch.depth}, std::pair{"width", arch.width}})
+    if (!(value > 0 && value <= 4))
+      throw ModelError(path + ": scale '" + scale + "' " + name + " multiple is " +
+                       repr_number(value) + "; allowed above 0 up to 4");
   arch.scale = scale;
+  if (root["nc"] && root["nc"].IsNull())
+    throw ModelError(path + ": nc is null; give the number of classes (1 to " +
+                     std::to_string(config::kMaxClasses) + ")");
   arch.nc = options.nc > 0 ? options.nc : read_scalar<int64_t>(root, "nc", path, 80);
-  if (arch.nc <= 0) throw ModelError(path + ": nc must be positive");
+  if (arch.nc <= 0 || arch.nc > config::kMaxClasses)
+    throw ModelError(path + ": nc is " + std::to_string(arch.nc) + "; allowed 1 to " +
+                     std::to_string(config::kMaxClasses));
   arch.reg_max = read_scalar<int64_t>(root, "reg_max", path, 16);
-  if (arch.reg_max < 1) throw ModelError(path + ": reg_max must be >= 1");
+  if (arch.reg_max < 1 || arch.reg_max > 64)
+    throw ModelError(path + ": reg_max is " + std::to_string(arch.reg_max) + "; allowed 1 to 64");
   arch.end2end = read_scalar<bool>(root, "end2end", path, false);
   if (root["kpt_shape"]) {
     const auto values = read_scalar<std::vector<int64_t>>(root, "kpt_shape", path, {});
-    if (values.size() != 2 || values[0] < 1 || (values[1] != 2 && values[1] != 3))
+    if (values.size() != 2 || values[0] < 1 || values[0] > 1000 ||
+        (values[1] != 2 && values[1] != 3))
       throw ModelError(path + ": kpt_shape must be [keypoints, 2 or 3]");
     h.kpt_shape = {values[0], values[1]};
     h.has_kpt_shape = true;
@@ -345,15 +404,15 @@ int64_t read_repeats(const YAML::Node& node, double depth, const std::string& wh
   } catch (const YAML::Exception&) {
     throw ModelError(where + ": repeats must be an integer");
   }
-  if (repeats < 1) throw ModelError(where + ": repeats must be >= 1");
+  if (repeats < 1 || repeats > kMaxRepeats)
+    throw ModelError(where + ": repeats is " + std::to_string(repeats) + "; allowed 1 to " +
+                     std::to_string(kMaxRepeats));
   return repeats > 1 ? std::max<int64_t>(python_round(static_cast<double>(repeats) * depth), 1) : 1;
 }
 
 // The head row: Detect / Pose / Pose26 on the given inputs.
 Head make_head(const std::vector<Arg>& args, const Inputs& in, const Header& header, bool legacy,
                const std::string& where, LayerRow& row) {
-  if (std::count(row.from.begin(), row.from.end(), -1) > 0)
-    throw ModelError(where + ": the head takes earlier layers as inputs");
   HeadOptions head;
   head.kind = head_kind(row.module);
   head.nc = RowArgs(args, where).integer(0, header.arch.nc);
@@ -385,6 +444,9 @@ int64_t scale_base_args(const ModuleEntry& entry, const LayerRow& row, const Inp
   if (row.from.size() != 1) throw ModelError(where + ": " + row.module + " takes one input");
   if (args.empty() || args[0].kind != Arg::Kind::kInt)
     throw ModelError(where + ": the first argument of " + row.module + " is its output width");
+  if (args[0].i < 1 || args[0].i > kMaxRowChannels)
+    throw ModelError(where + ": the output width is " + std::to_string(args[0].i) +
+                     "; allowed 1 to " + std::to_string(kMaxRowChannels));
   const int64_t c_out =
       make_divisible(static_cast<double>(std::min(args[0].i, arch.max_channels)) * arch.width, 8);
   args[0] = Arg::integer(c_out);
@@ -413,7 +475,17 @@ const ModuleEntry& find_module(const std::string& name, const std::string& where
 
 }  // namespace
 
-Network build_network(const BuildOptions& options) {
+namespace {
+Network read_network(const BuildOptions& options, bool construct);
+}  // namespace
+
+Network build_network(const BuildOptions& options) { return read_network(options, true); }
+
+void check_network(const BuildOptions& options) { read_network(options, false); }
+
+namespace {
+
+Network read_network(const BuildOptions& options, bool construct) {
   const auto [path, implied_scale] = resolve_arch(options.arch);
   const YAML::Node root = load_yaml(path);
   if (!root.IsMap()) throw ModelError(path + ": expected a mapping with backbone and head");
@@ -439,6 +511,15 @@ Network build_network(const BuildOptions& options) {
       legacy = false;
   }
 
+  // First every row is read, checked and sized; only then is anything built, so a bad row
+  // costs no allocation.
+  struct Planned {
+    const ModuleEntry* entry = nullptr;
+    std::vector<Arg> args;  // resolved (c1, c2, ... for base modules)
+    int64_t repeats = 1;
+    Inputs in;  // the head's inputs
+  };
+  std::vector<Planned> plan;
   std::vector<int64_t> channels;  // output width per layer
   std::vector<int64_t> strides;   // output stride per layer
   for (size_t index = 0; index < rows.size(); ++index) {
@@ -448,7 +529,7 @@ Network build_network(const BuildOptions& options) {
       throw ModelError(where + ": a row is [from, repeats, module, args]");
     LayerRow row;
     row.index = static_cast<int>(index);
-    row.module = node[2].Scalar();
+    row.module = node[2].IsScalar() ? node[2].Scalar() : std::string("<not a name>");
     const ModuleEntry& entry = find_module(row.module, where);
     const Inputs in = read_from(node[0], index, channels, strides, where, row);
     int64_t repeats = read_repeats(node[1], arch.depth, where);
@@ -457,24 +538,29 @@ Network build_network(const BuildOptions& options) {
       if (!node[3].IsSequence()) throw ModelError(where + ": args must be a list");
       for (const auto& a : node[3]) args.push_back(to_arg(a, symbols, where));
     }
+    // Complaints name the row as written: "models/x.yaml layer 0 (Conv [64, 3, 0])".
+    const std::string written = where + " (" + row.module + " " + repr(Arg::items(args)) + ")";
 
     const bool last = index + 1 == rows.size();
     if (entry.role == Role::kHead) {
       if (!last) throw ModelError(where + ": the head must be the last row");
-      net.head = make_head(args, in, header, legacy, where, row);
-      arch.nc = net.head->options().nc;
-      arch.strides = in.strides;
-      if (net.head->options().pose()) arch.kpt_shape = header.kpt_shape;
+      if (std::count(row.from.begin(), row.from.end(), -1) > 0)
+        throw ModelError(where + ": the head takes earlier layers as inputs");
+      check_head(RowArgs(args, written), header.arch.nc, in.channels.size());
       net.rows.push_back(row);
+      plan.push_back({&entry, args, 1, in});
       break;
     }
     if (last) throw ModelError(path + ": the last row must be a head (Detect, Pose or Pose26)");
 
     int64_t c_out = in.channels.front();
     if (entry.role == Role::kBase || entry.role == Role::kRepeat) {
-      c_out = scale_base_args(entry, row, in, arch, where, repeats, args);
+      c_out = scale_base_args(entry, row, in, arch, written, repeats, args);
     } else if (entry.role == Role::kConcat) {
       c_out = std::accumulate(in.channels.begin(), in.channels.end(), int64_t{0});
+      if (c_out > kMaxRowChannels)
+        throw ModelError(written + ": the concatenated width is " + std::to_string(c_out) +
+                         "; allowed up to " + std::to_string(kMaxRowChannels));
       if (std::adjacent_find(in.strides.begin(), in.strides.end(), std::not_equal_to<>()) !=
           in.strides.end())
         throw ModelError(where + ": Concat inputs have different strides (" +
@@ -482,24 +568,13 @@ Network build_network(const BuildOptions& options) {
     } else if (row.from.size() != 1) {
       throw ModelError(where + ": " + row.module + " takes one input");
     }
-    const RowArgs resolved(args, where);
+    const RowArgs resolved(args, written);
+    entry.check(resolved);
+    if (repeats > 1 && (entry.role != Role::kBase || in.channels.front() != c_out))
+      throw ModelError(where + ": repeating " + row.module +
+                       " needs equal input and output widths");
     int64_t stride = in.strides.front();
-    torch::nn::AnyModule module;
-    if (repeats == 1) {
-      module = entry.make(resolved);
-      stride *= entry.stride(resolved);
-    } else {
-      // The reference's nn.Sequential of n identical modules.
-      if (entry.role != Role::kBase || in.channels.front() != c_out)
-        throw ModelError(where + ": repeating " + row.module +
-                         " needs equal input and output widths");
-      Chain chain;
-      for (int64_t i = 0; i < repeats; ++i) {
-        chain->push_back(entry.make(resolved));
-        stride *= entry.stride(resolved);
-      }
-      module = torch::nn::AnyModule(chain);
-    }
+    for (int64_t i = 0; i < repeats; ++i) stride *= entry.stride(resolved);
     if (entry.role == Role::kUpsample) {
       const int64_t factor = upsample_factor(resolved);
       if (stride % factor != 0)
@@ -507,6 +582,11 @@ Network build_network(const BuildOptions& options) {
                          " map by " + std::to_string(factor));
       stride /= factor;
     }
+    // data.imgsz is only required to be a multiple of 32, so no output may be coarser.
+    if (stride > kMaxTotalStride)
+      throw ModelError(written + ": the total stride reaches " + std::to_string(stride) +
+                       "; allowed up to " + std::to_string(kMaxTotalStride) +
+                       " (data.imgsz is a multiple of 32)");
     row.args = repr(Arg::items(args));
     row.repeats = static_cast<int>(repeats);
     row.out_channels = c_out;
@@ -514,10 +594,35 @@ Network build_network(const BuildOptions& options) {
     channels.push_back(c_out);
     strides.push_back(stride);
     net.rows.push_back(row);
-    net.layers.push_back(std::move(module));
+    plan.push_back({&entry, std::move(args), repeats, {}});
   }
-  if (!net.head) throw ModelError(path + ": no head row (Detect, Pose or Pose26)");
+  if (plan.empty() || plan.back().entry->role != Role::kHead)
+    throw ModelError(path + ": no head row (Detect, Pose or Pose26)");
+  if (!construct) return net;
+
+  for (size_t index = 0; index < plan.size(); ++index) {
+    const Planned& p = plan[index];
+    const std::string where = path + " layer " + std::to_string(index);
+    if (p.entry->role == Role::kHead) {
+      net.head = make_head(p.args, p.in, header, legacy, where, net.rows[index]);
+      arch.nc = net.head->options().nc;
+      arch.strides = p.in.strides;
+      if (net.head->options().pose()) arch.kpt_shape = header.kpt_shape;
+      break;
+    }
+    const RowArgs resolved(p.args, where);
+    if (p.repeats == 1) {
+      net.layers.push_back(p.entry->make(resolved));
+      continue;
+    }
+    // The reference's nn.Sequential of n identical modules.
+    Chain chain;
+    for (int64_t i = 0; i < p.repeats; ++i) chain->push_back(p.entry->make(resolved));
+    net.layers.emplace_back(chain);
+  }
   return net;
 }
+
+}  // namespace
 
 }  // namespace detrain::model

@@ -72,6 +72,9 @@ std::pair<std::string, std::string> resolve_arch(const std::string& arch);
 // IoError (unreadable file), each naming the file and row.
 Network build_network(const BuildOptions& options);
 
+// Reads and checks every row as build_network does, building no layer. Throws the same errors.
+void check_network(const BuildOptions& options);
+
 // Names the table knows, for messages and docs.
 std::vector<std::string> known_modules();
 

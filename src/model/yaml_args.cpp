@@ -88,6 +88,29 @@ std::string RowArgs::text(size_t i, const std::string& fallback) const {
   throw fail(i, "a string");
 }
 
+int64_t RowArgs::integer_in(size_t i, const char* name, int64_t fallback, int64_t lo, int64_t hi,
+                            bool odd) const {
+  const int64_t v = integer(i, fallback);
+  if (v < lo || v > hi || (odd && v % 2 == 0))
+    throw out_of_range(
+        name, std::to_string(v),
+        (odd ? "odd values " : "") + std::to_string(lo) + " to " + std::to_string(hi));
+  return v;
+}
+
+double RowArgs::real_in(size_t i, const char* name, double fallback, double lo, double hi) const {
+  const double v = real(i, fallback);
+  if (!(v > lo && v <= hi))  // NaN fails too
+    throw out_of_range(name, has(i) ? repr(args_[i]) : repr(Arg{}),
+                       "above " + repr(Arg::real(lo)) + " up to " + repr(Arg::real(hi)));
+  return v;
+}
+
+ModelError RowArgs::out_of_range(const std::string& name, const std::string& value,
+                                 const std::string& allowed) const {
+  return ModelError(where_ + ": " + name + " is " + value + "; allowed " + allowed);
+}
+
 ModelError RowArgs::fail(size_t i, const std::string& expected) const {
   return ModelError(where_ + ": argument " + std::to_string(i + 1) + " is " + repr(args_[i]) +
                     ", expected " + expected);

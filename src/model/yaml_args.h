@@ -32,6 +32,12 @@ struct Arg {
     a.i = v;
     return a;
   }
+  static Arg real(double v) {
+    Arg a;
+    a.kind = Kind::kFloat;
+    a.f = v;
+    return a;
+  }
   static Arg boolean(bool v) {
     Arg a;
     a.kind = Kind::kBool;
@@ -76,6 +82,16 @@ class RowArgs {
   bool flag(size_t i, bool fallback) const;
   std::pair<int64_t, int64_t> pair(size_t i, std::pair<int64_t, int64_t> fallback) const;
   std::string text(size_t i, const std::string& fallback) const;
+
+  // Argument i as an integer in [lo, hi] (odd only when `odd`), or `fallback` when absent;
+  // otherwise a ModelError naming it (`name`) and its allowed range.
+  int64_t integer_in(size_t i, const char* name, int64_t fallback, int64_t lo, int64_t hi,
+                     bool odd = false) const;
+  // Argument i as a number in (lo, hi], or `fallback` when absent; ModelError as above.
+  double real_in(size_t i, const char* name, double fallback, double lo, double hi) const;
+  // "<where>: <name> is <value>; allowed <allowed>".
+  ModelError out_of_range(const std::string& name, const std::string& value,
+                          const std::string& allowed) const;
 
   ModelError fail(size_t i, const std::string& expected) const;
   ModelError fail(const std::string& message) const;

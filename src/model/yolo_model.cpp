@@ -102,15 +102,26 @@ void YoloModelImpl::fuse() {
   eval();
 }
 
-YoloModel make_model(const config::ModelOptions& options, int64_t dataset_nc,
-                     std::optional<std::array<int64_t, 2>> dataset_kpt_shape) {
+namespace {
+BuildOptions build_options(const config::ModelOptions& options, int64_t dataset_nc,
+                           std::optional<std::array<int64_t, 2>> dataset_kpt_shape) {
   BuildOptions build;
   build.arch = options.arch;
   // A scale letter in the name (yolo26s.yaml) takes precedence over model.scale.
   build.scale = resolve_arch(options.arch).second.empty() ? options.scale : "";
   build.nc = options.nc > 0 ? options.nc : dataset_nc;
   build.kpt_shape = dataset_kpt_shape;
-  YoloModel model(build);
+  return build;
+}
+}  // namespace
+
+void check_model(const config::ModelOptions& options) {
+  check_network(build_options(options, 0, std::nullopt));
+}
+
+YoloModel make_model(const config::ModelOptions& options, int64_t dataset_nc,
+                     std::optional<std::array<int64_t, 2>> dataset_kpt_shape) {
+  YoloModel model(build_options(options, dataset_nc, dataset_kpt_shape));
   if (!options.weights.empty()) load_weights(*model, options.weights);
   return model;
 }

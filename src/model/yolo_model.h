@@ -61,6 +61,10 @@ TORCH_MODULE(YoloModel);
 // The model the `model.*` options describe: model.arch at model.scale with nc = model.nc, else
 // `dataset_nc`, else the YAML's; keypoint shape from the data set when given; then the weights
 // of model.weights (a safetensors state dict by reference name) when set.
+// Reads and checks model.arch as make_model would, building nothing: a bad YAML fails here,
+// before a run reads its data or creates its directory.
+void check_model(const config::ModelOptions& options);
+
 YoloModel make_model(const config::ModelOptions& options, int64_t dataset_nc = 0,
                      std::optional<std::array<int64_t, 2>> dataset_kpt_shape = std::nullopt);
 

@@ -74,13 +74,20 @@ MetricsJsonl::~MetricsJsonl() {
 
 void MetricsJsonl::append(const StepRecord& record) {
   const std::string line = step_record_line(record) + "\n";
+  // A line either lands whole or not at all: a short write is cut back to where it started.
+  const off_t start = ::lseek(fd_, 0, SEEK_END);
   size_t done = 0;
   while (done < line.size()) {
     const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      throw IoError("cannot append to " + path_ + ": " +
-                    (errno == ENOSPC ? std::string("disk full") : std::strerror(errno)));
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      if (start >= 0 && ::ftruncate(fd_, start) != 0) {
+        // Nothing more to undo; the reader ignores an incomplete last line.
+      }
+      throw IoError("cannot append to " + path_ + ": " + describe_errno(err) +
+                    "; the lines written so far are kept");
+    }
     done += static_cast<size_t>(n);
   }
 }

@@ -64,21 +64,4 @@ GradNorm clip_grad_norm(const std::vector<torch::Tensor>& params, double max_nor
   return out;
 }
 
-bool all_finite(const torch::Tensor& t) { return torch::isfinite(t).all().item<bool>(); }
-
-bool FiniteGuard::record(bool good, const std::string& reason, int64_t epoch, int64_t iter) {
-  if (good) return true;
-  ++bad_steps_;
-  last_bad_ = "non-finite " + reason + " at epoch " + std::to_string(epoch + 1) + " iteration " +
-              std::to_string(iter);
-  return false;
-}
-
-std::string FiniteGuard::exhausted_message() const {
-  return "training diverged: " + std::to_string(bad_steps_) +
-         " steps skipped for non-finite values (last: " + last_bad_ +
-         "), train.max_bad_steps = " + std::to_string(max_bad_steps_) +
-         "; the last good checkpoint is kept (lower optim.lr0, or use train.precision=fp32)";
-}
-
 }  // namespace detrain::train

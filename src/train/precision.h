@@ -1,8 +1,8 @@
 // Numeric precision of a training step: the BF16 autocast scope around the forward pass (CPU
-// and CUDA alike; master weights, loss and optimizer stay fp32), the gradient-norm clip that
-// also reports whether every gradient is finite, and the guard that counts skipped non-finite
-// steps. Differs from the reference: BF16 instead of FP16 + GradScaler (no loss scaling needed),
-// and BF16 falls back to fp32 on CPUs where LibTorch has no fast bf16 convolution.
+// and CUDA alike; master weights, loss and optimizer stay fp32) and the gradient-norm clip that
+// also reports whether every gradient is finite (what a non-finite step does: divergence.h).
+// Differs from the reference: BF16 instead of FP16 + GradScaler (no loss scaling needed), and
+// BF16 falls back to fp32 on CPUs where LibTorch has no fast bf16 convolution.
 #pragma once
 
 #include <torch/torch.h>
@@ -50,31 +50,5 @@ struct GradNorm {
 // and max_norm > 0, scales every gradient by min(max_norm / (total + 1e-6), 1). Non-finite
 // gradients are left untouched (the caller skips the step). Undefined gradients are ignored.
 GradNorm clip_grad_norm(const std::vector<torch::Tensor>& params, double max_norm);
-
-// True when every element of `t` is finite (one reduction; synchronises with the device).
-bool all_finite(const torch::Tensor& t);
-
-// Counts skipped non-finite steps; the run stops once `max_bad_steps` (at least 1) were
-// skipped, keeping its last good checkpoint.
-class FiniteGuard {
- public:
-  explicit FiniteGuard(int64_t max_bad_steps, int64_t bad_steps = 0)
-      : max_bad_steps_(max_bad_steps), bad_steps_(bad_steps) {}
-
-  // Records the outcome of one step; `reason` ("loss", "gradients") describes a bad one.
-  // Returns `good`.
-  bool record(bool good, const std::string& reason, int64_t epoch, int64_t iter);
-
-  bool exhausted() const { return bad_steps_ >= std::max<int64_t>(max_bad_steps_, 1); }
-  int64_t bad_steps() const { return bad_steps_; }
-  const std::string& last_bad() const { return last_bad_; }  // "non-finite loss at epoch 3 iter 17"
-  // The one-line error to stop the run with (train.max_bad_steps named).
-  std::string exhausted_message() const;
-
- private:
-  int64_t max_bad_steps_;
-  int64_t bad_steps_;
-  std::string last_bad_;
-};
 
 }  // namespace detrain::train

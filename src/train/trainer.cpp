@@ -38,7 +38,9 @@
 #include "train/batch_plots.h"
 #include "train/best_checkpoint.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_files.h"
 #include "train/distributed.h"
+#include "train/divergence.h"
 #include "train/inference_model.h"
 #include "train/initial_weights.h"
 #include "train/metrics_log.h"
@@ -73,6 +75,14 @@ void log_record_stats(const std::string& split, const data::RecordStats& s) {
       "{}: {} images ({} backgrounds), {} crowd regions kept apart, {} boxes clipped, "
       "{} empty boxes dropped, {} images missing",
       split, s.images, s.backgrounds, s.crowd, s.clipped, s.dropped_empty, s.images_missing);
+}
+
+// The end-of-run total of training images left out: missing at the scan, or not decodable.
+void log_skipped_images(const data::RecordStats& records, const data::LoaderStats& loader) {
+  const int64_t total = records.images_missing + loader.corrupt_images;
+  if (total == 0) return;
+  spdlog::warn("skipped {} training image(s): {} missing, {} that did not decode", total,
+               records.images_missing, loader.corrupt_images);
 }
 
 // Parameters of the layers named in train.freeze (model.N...) stop training.
@@ -224,6 +234,11 @@ struct Trainer {
 
   void setup();
   void resume_from(const std::string& where);
+  // The state of `c` into the model, EMA, optimizer, generators and loop (resume, rollback).
+  void restore_state(const Checkpoint& c, const std::string& source);
+  // After a bad step or validation (`problem` set): back to `good_state` with half the
+  // learning rate, or NumericError when train.max_bad_steps rollbacks are used up.
+  void recover_from_divergence();
   Checkpoint make_checkpoint() const;
   void save(const std::string& path) const { save_checkpoint(path, make_checkpoint()); }
   // Runs the iterations of `position.epoch` from `position.iter_in_epoch`; false when the run
@@ -239,7 +254,9 @@ struct Trainer {
   Stopwatch run_clock;  // since the start of this process's part of the run (ETA, summary)
   RunningLoss running;  // this epoch's loss means
   int64_t iterations_this_process = 0;
-  std::unique_ptr<FiniteGuard> guard;
+  std::unique_ptr<DivergencePolicy> divergence;
+  std::optional<Checkpoint> good_state;  // taken at the start of each epoch
+  std::string problem;                   // why the current epoch diverged; empty when it did not
   std::unique_ptr<ResultsCsv> results;
 };
 
@@ -261,6 +278,7 @@ void Trainer::setup() {
   spdlog::info("{}", runtime.summary());
   fault_kill = fault_kill_point();
 
+  model::check_model(x.model);  // a bad model YAML fails before any data is read
   dataset = data::load_dataset(x.data.dataset, x.data.root);
   train_records = data::load_records(dataset, "train", data::RecordOptions::from(x.data, true));
   log_record_stats("train", train_records.stats);
@@ -378,6 +396,7 @@ Checkpoint Trainer::make_checkpoint() const {
   if (running.sum.defined()) c.extra_tensors.emplace_back("running_loss", running.sum);
   c.extra_scalars["running_count"] = static_cast<double>(running.count);
   c.extra_scalars["world_size"] = static_cast<double>(dist ? dist->world_size() : 1);
+  c.extra_scalars["lr_scale"] = divergence ? divergence->lr_scale() : 1.0;
   return c;
 }
 
@@ -412,12 +431,7 @@ void Trainer::resume_from(const std::string& where) {
                         listed);
     spdlog::warn("resuming with a different configuration (--force):{}", listed);
   }
-  std::map<std::string, torch::Tensor> model_state(c.model.begin(), c.model.end());
-  model::load_state_dict(*model, model_state, path);
-  ema->load_state(c.ema, c.position.ema_updates, path);
-  optimizer->restore({c.optimizer.kind, c.optimizer.tensors, c.optimizer.scalars});
-  restore_torch_generators(c.generator_states);
-  position = c.position;
+  restore_state(c, path);
   if (position.batches_per_epoch != train_loader->batches_per_epoch())
     throw ConfigError(path + ": the checkpoint has " + std::to_string(position.batches_per_epoch) +
                       " batches per epoch but this data set and batch give " +
@@ -432,16 +446,48 @@ void Trainer::resume_from(const std::string& where) {
       for (const auto& v : row)
         history.back().push_back(v.is_number() ? v.get<double>() : std::nan(""));
     }
+  divergence = std::make_unique<DivergencePolicy>(
+      x.train.max_bad_steps, position.bad_steps,
+      c.extra_scalars.count("lr_scale") ? c.extra_scalars.at("lr_scale") : 1.0);
+  if (main_rank()) tidy_for_resume(paths, c, x.train.best_half);
+  spdlog::info("resumed {} at epoch {} iteration {} ({} optimizer steps)", path, position.epoch + 1,
+               position.iter_in_epoch, position.optimizer_steps);
+}
+
+void Trainer::restore_state(const Checkpoint& c, const std::string& path) {
+  std::map<std::string, torch::Tensor> model_state(c.model.begin(), c.model.end());
+  model::load_state_dict(*model, model_state, path);
+  ema->load_state(c.ema, c.position.ema_updates, path);
+  optimizer->restore({c.optimizer.kind, c.optimizer.tensors, c.optimizer.scalars});
+  restore_torch_generators(c.generator_states);
+  position = c.position;
   for (const auto& info : params) {
     if (const torch::Tensor* g = find_tensor(c.extra_tensors, "grad/" + info.name))
       info.param.mutable_grad() = g->to(info.param.device()).clone();
   }
+  running = RunningLoss{};
   if (const torch::Tensor* sum = find_tensor(c.extra_tensors, "running_loss"))
     running.sum = sum->clone();
   running.count = static_cast<int64_t>(
       c.extra_scalars.count("running_count") ? c.extra_scalars.at("running_count") : 0);
-  spdlog::info("resumed {} at epoch {} iteration {} ({} optimizer steps)", path, position.epoch + 1,
-               position.iter_in_epoch, position.optimizer_steps);
+}
+
+void Trainer::recover_from_divergence() {
+  if (!divergence->try_rollback()) {
+    DivergenceContext context;
+    context.bf16 = precision == Precision::kBf16;
+    context.clipping = x.train.clip_grad_norm > 0;
+    context.save_period_key = "train.save_period_steps";
+    if (fs::exists(paths.last_ckpt)) context.checkpoint = paths.last_ckpt;
+    throw NumericError(diverged_message(problem, *divergence, context));
+  }
+  // The good state has no gradients of the bad step; a state without them starts clean.
+  optimizer->zero_grad();
+  restore_state(*good_state, "the in-memory state");
+  position.bad_steps = divergence->rollbacks();
+  spdlog::warn("{}",
+               rollback_message(problem, *divergence, position.epoch, position.iter_in_epoch));
+  problem.clear();
 }
 
 bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl* jsonl) {
@@ -483,7 +529,7 @@ bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl* jsonl) {
     const int64_t ni = epoch * nb + iter;
     const optim::IterationHyper hyper = schedule->at(epoch, iter);
     for (size_t g = 0; g < optimizer->num_groups(); ++g) {
-      optimizer->set_lr(g, hyper.lr[g]);
+      optimizer->set_lr(g, hyper.lr[g] * divergence->lr_scale());
       optimizer->set_momentum(g, hyper.momentum);
     }
     // The first batches of a run (a run resumed past them already drew them).
@@ -501,43 +547,37 @@ bool Trainer::train_epoch(ProgressLine& progress, MetricsJsonl* jsonl) {
     }
     const loss::LossResult l =
         (*criterion)(to_float(out), loss_targets(*batch, device), {images.size(2), images.size(3)});
-    bool good = all_finite(l.total);
-    // A step is skipped on every rank when it is not finite on one.
-    if (dist) good = !dist->any(!good, "the finite-loss check");
-    if (good) l.total.backward();
-    guard->record(good, "loss", epoch, iter);
+    std::optional<std::string> bad = loss_problem(l.total.item<double>(), batch->cls.size(0));
+    // Every rank rolls back when one diverged.
+    if (dist && dist->any(bad.has_value(), "the loss check") && !bad) bad = "another rank's loss";
+    if (bad) {
+      problem = fmt::format("{} at epoch {} iteration {}", *bad, epoch + 1, iter);
+      return false;
+    }
+    l.total.backward();
 
-    if (good &&
-        optim::TrainSchedule::optimizer_step_due(ni, position.last_step_ni, hyper.accumulate)) {
+    if (optim::TrainSchedule::optimizer_step_due(ni, position.last_step_ni, hyper.accumulate)) {
       if (dist) dist->average_gradients(trainable, dist_bucket_bytes);
       const GradNorm gn = clip_grad_norm(trainable, x.train.clip_grad_norm);
-      if (gn.finite) {
-        optimizer->step();
-        ++position.optimizer_steps;
-        // Local BatchNorm statistics differ per rank; rank 0's go to all so the EMA agrees.
-        if (dist && !x.train.sync_bn) dist->broadcast(model->buffers(), "BatchNorm buffers");
-        ema->update();
-        if (dist && x.train.dist_verify) verify_ranks_agree(epoch, iter);
-      } else {
-        guard->record(false, "gradients", epoch, iter);
+      if (!gn.finite) {
+        problem = fmt::format("non-finite gradients at epoch {} iteration {}", epoch + 1, iter);
+        return false;
       }
+      optimizer->step();
+      ++position.optimizer_steps;
+      // Local BatchNorm statistics differ per rank; rank 0's go to all so the EMA agrees.
+      if (dist && !x.train.sync_bn) dist->broadcast(model->buffers(), "BatchNorm buffers");
+      ema->update();
+      if (dist && x.train.dist_verify) verify_ranks_agree(epoch, iter);
       optimizer->zero_grad();
       position.last_step_ni = ni;
-    } else if (!good) {
-      optimizer->zero_grad();
     }
-    if (guard->exhausted()) {
-      position.bad_steps = guard->bad_steps();
-      throw NumericError(guard->exhausted_message() + "; the last good checkpoint is " +
-                         paths.last_ckpt);
-    }
-    if (good) running.add(l.items);
+    running.add(l.items);
     compat::synchronize(device);
 
     const int64_t b = images.size(0);
     images_seen += b;
     position.iter_in_epoch = iter + 1;
-    position.bad_steps = guard->bad_steps();
     ++iterations_this_process;
     state.iter = iter + 1;
     state.losses = running.means(criterion->names());
@@ -632,6 +672,10 @@ void Trainer::validate_and_record(double epoch_seconds) {
     v = validation->run(dynamic_cast<model::YoloModelImpl&>(ema->module()), observer,
                         criterion.get());
     if (replicas) criterion->set_replicas(*replicas);
+    if (!dist && !validation_finite(*v)) {  // other ranks cannot roll back with rank 0 alone
+      problem = fmt::format("non-finite validation loss or fitness after epoch {}", epoch + 1);
+      return;
+    }
     show(eval::stats_table(*v));
     if (plots) plots->save();
     if (x.val.save_json) eval::write_predictions_json(paths.file("predictions.json"), v->records);
@@ -665,8 +709,7 @@ void Trainer::validate_and_record(double epoch_seconds) {
   }
   advance_epoch();  // the checkpoint describes the state after this epoch
   save(paths.last_ckpt);
-  if (improved)
-    save_checkpoint(paths.best_ckpt, shippable_checkpoint(make_checkpoint(), x.train.best_half));
+  if (improved) publish_best(paths, make_checkpoint(), x.train.best_half);
 }
 
 TrainSummary Trainer::run() {
@@ -702,7 +745,7 @@ TrainSummary Trainer::run() {
         resuming ? ResultsCsv::resume(paths.results_csv, columns, position.epoch)
                  : ResultsCsv(paths.results_csv, columns));
   }
-  guard = std::make_unique<FiniteGuard>(x.train.max_bad_steps, position.bad_steps);
+  if (!divergence) divergence = std::make_unique<DivergencePolicy>(x.train.max_bad_steps);
   ProgressLine progress(
       main_rank() ? parse_progress_mode(x.train.progress, "train.progress") : ProgressMode::kOff,
       std::cout, stdout_is_tty(), x.train.progress_interval_s);
@@ -710,8 +753,14 @@ TrainSummary Trainer::run() {
   summary.run_dir = paths.dir;
   summary.main_rank = main_rank();
   while (position.epoch < x.train.epochs) {
+    if (position.iter_in_epoch == 0 || !good_state) good_state = deep_copy(make_checkpoint());
     Stopwatch epoch_clock;
-    if (!train_epoch(progress, jsonl.get())) {
+    const bool completed = train_epoch(progress, jsonl.get());
+    if (!problem.empty()) {
+      recover_from_divergence();
+      continue;
+    }
+    if (!completed) {
       // Mid-accumulation gradients differ per rank; their mean continues the same sums.
       if (dist) dist->average_gradients(trainable, dist_bucket_bytes);
       if (main_rank()) save(paths.last_ckpt);
@@ -722,9 +771,11 @@ TrainSummary Trainer::run() {
       break;
     }
     finish_epoch(epoch_clock.seconds());
+    if (!problem.empty()) recover_from_divergence();
   }
   // Rank 0 hosts the store: nobody leaves while another may still reach it.
   if (dist) dist->barrier("the end of training");
+  if (main_rank()) log_skipped_images(train_records.stats, train_loader->stats());
   summary.epochs_completed = position.epoch;
   summary.optimizer_steps = position.optimizer_steps;
   summary.best_fitness = best_fitness;

@@ -40,8 +40,7 @@ struct TrainSummary {
 };
 
 // Runs (or resumes) a training run. Errors are the typed exceptions of common/errors.h;
-// a diverged run (train.max_bad_steps non-finite steps) throws NumericError after keeping the
-// last good checkpoint.
+// a run still diverging after train.max_bad_steps rollbacks (divergence.h) throws NumericError.
 TrainSummary run_training(const TrainRequest& request);
 
 }  // namespace detrain::train

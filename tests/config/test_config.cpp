@@ -1,3 +1,5 @@
+#include <sys/stat.h>
+
 #include <filesystem>
 // Config system: YAML loading, base chains, overrides, validation messages, the generated
 // default.yaml drift check and the CLI's exit codes for bad config input.
@@ -90,9 +92,10 @@ TEST_CASE("wrong types and out-of-range values name key, value and range", "[uni
         "config: optim.optimizer = 'musdg' (command line): must be one of musgd, sgd, adamw, "
         "auto (did you mean 'musgd'?)");
   CHECK(error_of([] { resolve("", {"data.imgsz=650"}); }) ==
-        "config: data.imgsz = '650': must be a multiple of 32 (the largest stride), e.g. 672");
+        "config: data.imgsz = '650' (command line): must be a multiple of 32 (the largest "
+        "stride), e.g. 672");
   CHECK(error_of([] { resolve("", {"runtime.device=gpu"}); }) ==
-        "config: runtime.device = 'gpu': expected cpu, cuda or cuda:N");
+        "config: runtime.device = 'gpu' (command line): expected cpu, cuda or cuda:N");
   CHECK(error_of([] { resolve("", {"train.epochs"}); }) ==
         "config: override 'train.epochs' must look like section.key=value (e.g. train.epochs=3)");
   CHECK(error_of([] { resolve("", {"train.epochs=[1,2]"}); }) ==
@@ -112,6 +115,39 @@ TEST_CASE("malformed YAML and missing files name the file and position", "[unit]
   write_text(dir.file("loop.yaml"), "base: loop.yaml\n");
   CHECK(error_of([&] { resolve(dir.file("loop.yaml"), {}); }).find("names itself") !=
         std::string::npos);
+}
+
+TEST_CASE(
+    "a config that is a directory, a device or a FIFO, sets a key twice or holds two "
+    "documents is refused by name",
+    "[unit][config]") {
+  TempDir dir;
+  CHECK(error_of([&] { resolve(dir.path(), {}); }) ==
+        "config: cannot read " + dir.path() +
+            ": it is a directory; pass a YAML file such as configs/coco-mini.yaml");
+  CHECK(error_of([] { resolve("/dev/null", {}); }) ==
+        "config: cannot read /dev/null: not a regular file (a device or pipe); pass a YAML file");
+  const std::string fifo = dir.file("fifo.yaml");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(error_of([&] { resolve(fifo, {}); }) ==
+        "config: cannot read " + fifo +
+            ": not a regular file (a device or pipe); pass a YAML file");
+
+  write_text(dir.file("twice.yaml"), "train:\n  epochs: 3\n  lrf: 0.1\n  epochs: 5\n");
+  CHECK(error_of([&] { resolve(dir.file("twice.yaml"), {}); }) ==
+        "config: " + dir.file("twice.yaml") + ":4: key 'train.epochs' appears twice; keep one");
+  write_text(dir.file("sections.yaml"), "train:\n  epochs: 3\ntrain:\n  lrf: 0.1\n");
+  CHECK_THAT(error_of([&] { resolve(dir.file("sections.yaml"), {}); }),
+             Catch::Contains(":3: key 'train' appears twice"));
+  write_text(dir.file("two.yaml"), "train:\n  epochs: 3\n---\ntrain:\n  epochs: 5\n");
+  CHECK(error_of([&] { resolve(dir.file("two.yaml"), {}); }) ==
+        "config: " + dir.file("two.yaml") +
+            " holds 2 YAML documents (separated by ---); one config per file");
+  // A bad value from a file names the file.
+  write_text(dir.file("size.yaml"), "data:\n  imgsz: 650\n");
+  CHECK(error_of([&] { resolve(dir.file("size.yaml"), {}); }) ==
+        "config: data.imgsz = '650' (" + dir.file("size.yaml") +
+            "): must be a multiple of 32 (the largest stride), e.g. 672");
 }
 
 TEST_CASE("dump round-trips and diff lists changes", "[unit][config]") {

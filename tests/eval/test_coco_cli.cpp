@@ -90,6 +90,22 @@ TEST_CASE("coco cli reports bad inputs in one line", "[smoke][eval]") {
   run = run_detrain("eval --gt " + files.dir.file("missing.json") + " --dt " + files.results);
   CHECK(run.exit_code == 5);
   CHECK(run.output.find("missing.json") != std::string::npos);
+
+  // A device never ends: refused at once instead of read until memory runs out.
+  run = run_detrain("eval --gt " + files.gt + " --dt /dev/zero");
+  CHECK(run.exit_code == 5);
+  CHECK_THAT(run.output, Catch::Contains("cannot read /dev/zero: not a regular file"));
+  // 1e999 overflows to inf, refused like the NaN and Infinity literals.
+  detrain::test::write_text(
+      files.results,
+      R"([{"image_id": 1, "category_id": 1, "bbox": [0, 0, 1, 1], "score": 1e999}])");
+  run = run_detrain(base);
+  CHECK(run.exit_code == 4);
+  CHECK_THAT(run.output, Catch::Contains("result 0 'score' overflows a double (+inf)"));
+  // maxDets 0 keeps nothing; every row would read -1.
+  run = run_detrain(base + " --max-dets 0");
+  CHECK(run.exit_code == 3);
+  CHECK_THAT(run.output, Catch::Contains("max_dets (--max-dets) must be >= 1, found 0"));
 }
 
 TEST_CASE("coco bench runs a small case", "[smoke][eval]") {

@@ -93,27 +93,3 @@ TEST_CASE("gradient clipping matches the clip_grad_norm formula", "[unit][train]
   a.mutable_grad() = torch::tensor({INFINITY, 1.0f});
   CHECK_FALSE(clip_grad_norm({a, b}, 1.0).finite);
 }
-
-TEST_CASE("finite guard counts bad steps and stops at the limit", "[unit][train]") {
-  CHECK(all_finite(torch::tensor({1.0f, 2.0f})));
-  CHECK_FALSE(all_finite(torch::tensor({1.0f, NAN})));
-  CHECK_FALSE(all_finite(torch::tensor(INFINITY)));
-
-  FiniteGuard guard(3);
-  CHECK(guard.record(true, "loss", 0, 0));
-  CHECK_FALSE(guard.record(false, "loss", 0, 5));
-  CHECK_FALSE(guard.record(false, "gradients", 1, 2));
-  CHECK(guard.bad_steps() == 2);
-  CHECK_FALSE(guard.exhausted());
-  CHECK(guard.last_bad() == "non-finite gradients at epoch 2 iteration 2");
-  guard.record(false, "loss", 1, 3);
-  CHECK(guard.exhausted());
-  CHECK(guard.exhausted_message().find("3 steps skipped") != std::string::npos);
-  CHECK(guard.exhausted_message().find("train.max_bad_steps = 3") != std::string::npos);
-
-  // Resumed with a count; max 0 stops at the first bad step.
-  FiniteGuard resumed(0, 0);
-  CHECK_FALSE(resumed.exhausted());
-  resumed.record(false, "loss", 0, 0);
-  CHECK(resumed.exhausted());
-}

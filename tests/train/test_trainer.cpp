@@ -21,30 +21,11 @@
 using namespace detrain;
 using namespace detrain::train;
 using detrain::test::TempDir;
+using detrain::test::tiny_overrides;
 using detrain::test::tiny_synth;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::vector<std::string> tiny_overrides(const TempDir& dir, const std::string& dataset,
-                                        const std::string& name) {
-  return {"data.dataset=" + dataset,
-          "data.imgsz=64",
-          "data.batch=4",
-          "data.workers=2",
-          "train.epochs=2",
-          "train.warmup_epochs=0",
-          "train.nbs=8",  // accumulate 2: an interruption can fall between two micro-batches
-          "train.precision=fp32",
-          "train.progress=off",
-          "train.log_every=1",
-          "train.plots=false",
-          "train.project=" + dir.file("runs"),
-          "train.name=" + name,
-          "optim.optimizer=musgd",
-          "runtime.threads=1",  // ctest runs two tests at once on two cores
-          "runtime.seed=3"};
-}
 
 TrainRequest request_for(const std::vector<std::string>& overrides) {
   TrainRequest r;

@@ -20,6 +20,26 @@ data::SynthSummary tiny_synth(const TempDir& dir, uint64_t seed, int64_t train_i
   return data::write_synth_dataset(dir.file("synth"), o);
 }
 
+std::vector<std::string> tiny_overrides(const TempDir& dir, const std::string& dataset,
+                                        const std::string& name) {
+  return {"data.dataset=" + dataset,
+          "data.imgsz=64",
+          "data.batch=4",
+          "data.workers=2",
+          "train.epochs=2",
+          "train.warmup_epochs=0",
+          "train.nbs=8",  // accumulate 2: an interruption can fall between two micro-batches
+          "train.precision=fp32",
+          "train.progress=off",
+          "train.log_every=1",
+          "train.plots=false",
+          "train.project=" + dir.file("runs"),
+          "train.name=" + name,
+          "optim.optimizer=musgd",
+          "runtime.threads=1",  // ctest runs two tests at once on two cores
+          "runtime.seed=3"};
+}
+
 TensorListDifference max_difference(const train::NamedTensors& a, const train::NamedTensors& b,
                                     bool relative) {
   REQUIRE(a.size() == b.size());

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "data/synth.h"
 #include "test_support.h"
@@ -14,6 +15,11 @@ namespace detrain::test {
 // under dir/synth (deterministic for a seed).
 data::SynthSummary tiny_synth(const TempDir& dir, uint64_t seed = 11, int64_t train_images = 16,
                               int64_t val_images = 8);
+
+// Overrides for a short CPU run on `dataset` (tiny_synth): 64 px, batch 4 with accumulation 2,
+// 2 epochs, fp32, one thread, seed 3, run directory <dir>/runs/<name>, no progress or plots.
+std::vector<std::string> tiny_overrides(const TempDir& dir, const std::string& dataset,
+                                        const std::string& name);
 
 struct TensorListDifference {
   double value = 0;        // largest difference over the lists
