@@ -29,9 +29,7 @@ TEST_CASE("run directories are numbered unless exist_ok", "[unit][train]") {
   const RunPaths d = create_run_dir(project, "train", true);
   CHECK(d.dir == project + "/train");
   // A gap is filled first: the smallest free number wins (as the reference's increment_path).
-  // (fs::remove on each level: the torch wheel's exported fs::remove_all crashes.)
-  fs::remove(project + "/train2/weights");
-  fs::remove(project + "/train2");
+  fs::remove_all(project + "/train2");
   CHECK(create_run_dir(project, "train", false).dir == project + "/train2");
   // Other names start their own sequence.
   CHECK(create_run_dir(project, "exp", false).dir == project + "/exp");
