@@ -85,15 +85,18 @@ if(NOT detrain_torch_origin STREQUAL "Torch_DIR")
 endif()
 find_package(Torch REQUIRED CONFIG)
 
-get_filename_component(detrain_torch_lib_dir "${TORCH_LIBRARY}" DIRECTORY)
-if(NOT detrain_torch_lib_dir STREQUAL "${DETRAIN_TORCH_ROOT}/lib")
-  message(FATAL_ERROR "detrain: the Torch package in ${DETRAIN_TORCH_ROOT} resolved its library "
-                      "to ${TORCH_LIBRARY}; remove the stray libtorch or pass -DTorch_DIR")
-endif()
 if(Torch_VERSION VERSION_LESS DETRAIN_MIN_TORCH)
   message(FATAL_ERROR "detrain: LibTorch ${Torch_VERSION} (${detrain_torch_origin}) is too old: "
                       "detrain needs ${DETRAIN_MIN_TORCH} or newer; run scripts/setup.sh for the "
                       "pinned wheel or point -DCMAKE_PREFIX_PATH at a newer LibTorch")
+endif()
+if(TORCH_INSTALL_PREFIX)
+  get_filename_component(DETRAIN_TORCH_ROOT "${TORCH_INSTALL_PREFIX}" ABSOLUTE)
+endif()
+string(FIND "${TORCH_LIBRARY}" "${DETRAIN_TORCH_ROOT}/" detrain_torch_lib_at)
+if(NOT detrain_torch_lib_at EQUAL 0)
+  message(FATAL_ERROR "detrain: the Torch package in ${DETRAIN_TORCH_ROOT} resolved its library "
+                      "to ${TORCH_LIBRARY}; remove the stray libtorch or pass -DTorch_DIR")
 endif()
 if("${TORCH_CXX_FLAGS}" MATCHES "_GLIBCXX_USE_CXX11_ABI=0")
   message(FATAL_ERROR "detrain: LibTorch at ${DETRAIN_TORCH_ROOT} uses the pre-C++11 ABI "

@@ -49,9 +49,10 @@ void tidy_for_resume(const RunPaths& paths, const Checkpoint& last, bool half) {
                  problem, paths.last_ckpt, last.best_epoch + 1);
   else
     spdlog::warn(
-        "{} was damaged ({}); replaced by {} (epoch {}, not the best epoch {}); the next "
-        "epoch that improves fitness rewrites it",
-        paths.best_ckpt, problem, paths.last_ckpt, last.position.epoch, last.best_epoch + 1);
+        "{} was damaged ({}); replaced by the weights of {} (epoch {} iteration {}, not the "
+        "best epoch {}); the next epoch that improves fitness rewrites it",
+        paths.best_ckpt, problem, paths.last_ckpt, last.position.epoch + 1,
+        last.position.iter_in_epoch, last.best_epoch + 1);
 }
 
 }  // namespace detrain::train
