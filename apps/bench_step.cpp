@@ -2,7 +2,7 @@
 // the trainer itself (no separate benchmark loop that could drift from it) for --steps
 // iterations per precision and reading its per-iteration metrics.jsonl lines; the first
 // --warmup iterations are excluded. Prints median and range per precision (with the precision it
-// runs as: bf16 falls back to fp32 on CPUs without AVX-512), data-wait share and
+// runs as: bf16 falls back to fp32 on x86 CPUs without AVX2), data-wait share and
 // images per second.
 #include <spdlog/fmt/fmt.h>
 #include <stdlib.h>

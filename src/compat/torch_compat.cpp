@@ -89,9 +89,7 @@ AutocastGuard::~AutocastGuard() {
 
 bool cpu_has_fast_bf16_conv() {
 #if defined(__x86_64__) || defined(__i386__)
-  // The same three features LibTorch's mkldnn_bf16_device_check asks cpuinfo for.
-  return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512dq");
+  return __builtin_cpu_supports("avx2");
 #else
   return true;  // other architectures: leave the choice to LibTorch
 #endif

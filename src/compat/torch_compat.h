@@ -49,10 +49,11 @@ class AutocastGuard {
 
 bool autocast_enabled(torch::DeviceType device);
 
-// True when LibTorch's CPU convolutions take oneDNN's bf16 kernels on this processor. LibTorch
-// sends a bf16 convolution to oneDNN only when the CPU has AVX-512 BW, VL
-// and DQ; without them it runs the reference im2col + scalar-gemm kernel (_slow_conv2d_*, once
-// per group), 16-32x slower than fp32 for a yolo26n step on an AVX2-only AMD EPYC (issue 8).
+// True where BF16 autocast trains at least as fast as fp32 on this processor: x86 with AVX2.
+// Measured with LibTorch 2.11 on an AVX2-only AMD EPYC, fresh processes A B B A
+// (docs/perf/2026-12-01-libtorch-2.11-vs-1.13.md): a yolo26n step takes 0.86x fp32's time at
+// 640 px batch 4 and 0.91x at 320 px batch 8 (LibTorch 1.13 there: the same as fp32). Without
+// AVX2 (unmeasured) BF16 is assumed slow and the run falls back to fp32.
 bool cpu_has_fast_bf16_conv();
 
 // Intra-op threads; set from the config, never left to LibTorch's default (which has changed

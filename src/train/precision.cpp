@@ -34,8 +34,8 @@ Precision effective_precision(Precision requested, const torch::Device& device) 
   if (requested != Precision::kBf16 || !device.is_cpu() || compat::cpu_has_fast_bf16_conv())
     return requested;
   spdlog::warn(
-      "train.precision=bf16: this CPU has no AVX-512 (BW/VL/DQ), so LibTorch runs bf16 "
-      "convolutions in its slow reference kernel; training and validating in fp32 instead");
+      "train.precision=bf16: this CPU has no AVX2, where BF16 convolutions are not known to be "
+      "fast; training and validating in fp32 instead (train.precision=bf16-always forces BF16)");
   return Precision::kFp32;
 }
 

@@ -2,7 +2,7 @@
 // and CUDA alike; master weights, loss and optimizer stay fp32) and the gradient-norm clip that
 // also reports whether every gradient is finite (what a non-finite step does: divergence.h).
 // Differs from the reference: BF16 instead of FP16 + GradScaler (no loss scaling needed), and
-// BF16 falls back to fp32 on CPUs where LibTorch has no fast bf16 convolution.
+// BF16 falls back to fp32 on CPUs where it was not measured fast (x86 without AVX2).
 #pragma once
 
 #include <torch/torch.h>
@@ -24,8 +24,8 @@ Precision parse_precision(const std::string& text);
 const char* precision_name(Precision precision);
 
 // The precision a run uses on `device`: `requested`, except that kBf16 becomes kFp32 on a CPU
-// without oneDNN's bf16 convolutions (compat::cpu_has_fast_bf16_conv), where autocast would
-// make a yolo26n step 16-32x slower, and kBf16Always becomes kBf16. Logs one warning line when
+// where BF16 was not measured fast (compat::cpu_has_fast_bf16_conv: x86 without AVX2), and
+// kBf16Always becomes kBf16. Logs one warning line when
 // it falls back.
 Precision effective_precision(Precision requested, const torch::Device& device);
 

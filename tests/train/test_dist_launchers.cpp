@@ -20,15 +20,11 @@ using namespace detrain::test;
 
 namespace {
 
-// tiny_synth's 16 train images, 2 ranks x batch 2 (global 4); fp32 everywhere so the ranks'
-// result is the single process's up to the order of fp32 sums.
+// One epoch of tiny_dist_args, Newton-Schulz in fp32, so the ranks' result is the single
+// process's up to the order of fp32 sums.
 std::string tiny_args(const TempDir& dir, const std::string& dataset, const std::string& name) {
-  return "data.dataset=" + dataset +
-         " data.imgsz=64 data.batch=4 data.workers=1 train.epochs=1 train.warmup_epochs=0"
-         " train.nbs=8 train.precision=fp32 train.progress=off train.plots=false"
-         " train.sync_bn=true optim.optimizer=musgd optim.ns_dtype=fp32 runtime.threads=1"
-         " runtime.seed=3 train.dist_timeout_s=60 train.project=" +
-         dir.file("runs") + " train.name=" + name;
+  return tiny_dist_args(dir, dataset, name) +
+         " train.epochs=1 optim.ns_dtype=fp32 train.dist_timeout_s=60";
 }
 
 std::string read_file(const std::string& path) {

@@ -31,18 +31,6 @@ std::function<const char*(const char*)> env_of(const std::map<std::string, std::
   };
 }
 
-// On tiny_synth's 16 train images: 2 ranks x 2 divide them evenly (no padded samples), so 2
-// ranks see exactly one process's batches.
-std::string tiny_args(const TempDir& dir, const std::string& dataset, const std::string& name) {
-  return "data.dataset=" + dataset +
-         " data.imgsz=64 data.batch=4 data.workers=1 train.epochs=2 train.warmup_epochs=0"
-         // nbs 8 with a global batch of 4: every optimizer step averages two micro-batches
-         " train.nbs=8 train.precision=fp32 train.progress=off train.log_every=1"
-         " train.plots=false train.sync_bn=true optim.optimizer=musgd runtime.threads=1"
-         " runtime.seed=3 train.project=" +
-         dir.file("runs") + " train.name=" + name;
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -150,14 +138,14 @@ TEST_CASE("2 ranks x batch 2 train the weights of 1 process x batch 4, identical
   // relative gradient difference at the first iteration, 1e-3 at the third).
   const std::string parity = " train.epochs=1 optim.ns_dtype=fp32";
   const auto one =
-      run_detrain("train " + tiny_args(dir, synth.detect_yaml, "one") + parity, dir.path());
+      run_detrain("train " + tiny_dist_args(dir, synth.detect_yaml, "one") + parity, dir.path());
   INFO(one.output);
   REQUIRE(one.exit_code == 0);
   // dist_verify: after every optimizer step the ranks compare hashes of weights and EMA and
   // stop with an error if any bit differs.
-  const auto two = run_detrain(
-      "train --nproc 2 train.dist_verify=true " + tiny_args(dir, synth.detect_yaml, "two") + parity,
-      dir.path());
+  const auto two = run_detrain("train --nproc 2 train.dist_verify=true " +
+                                   tiny_dist_args(dir, synth.detect_yaml, "two") + parity,
+                               dir.path());
   INFO(two.output);
   REQUIRE(two.exit_code == 0);
   CHECK(two.output.find("1 epochs (2 optimizer steps) in ") != std::string::npos);
@@ -190,7 +178,8 @@ TEST_CASE("a killed rank makes the other exit with an error naming it, within th
           "[smoke][dist][train]") {
   TempDir dir;
   const auto synth = tiny_synth(dir);
-  const std::string args = tiny_args(dir, synth.detect_yaml, "killed") + " train.dist_timeout_s=30";
+  const std::string args =
+      tiny_dist_args(dir, synth.detect_yaml, "killed") + " train.dist_timeout_s=30";
   const int port = free_tcp_port();
   // Two ranks started by hand, as torchrun would: rank 1 kills itself (SIGKILL) at its third
   // iteration; rank 0 must notice on its own, without a launcher to stop it.
@@ -215,7 +204,7 @@ TEST_CASE("a killed rank makes the other exit with an error naming it, within th
   // Through the launcher: it reports the dead rank and stops the other.
   const std::string launched = "cd '" + dir.path() + "' && DETRAIN_FAULT_KILL=1:3 '" +
                                detrain_binary() + "' train --nproc 2 " +
-                               tiny_args(dir, synth.detect_yaml, "launched") +
+                               tiny_dist_args(dir, synth.detect_yaml, "launched") +
                                " > l.log 2>&1; echo $? > l.rc";
   REQUIRE(std::system(launched.c_str()) == 0);
   const std::string log = read_file(dir.file("l.log"));
@@ -231,14 +220,14 @@ TEST_CASE("a 2-rank run stopped mid-epoch resumes with 2 ranks to the uninterrup
   const auto synth = tiny_synth(dir);
   const std::string parity = " train.epochs=2 optim.ns_dtype=fp32";
   const auto whole = run_detrain(
-      "train --nproc 2 " + tiny_args(dir, synth.detect_yaml, "whole") + parity, dir.path());
+      "train --nproc 2 " + tiny_dist_args(dir, synth.detect_yaml, "whole") + parity, dir.path());
   INFO(whole.output);
   REQUIRE(whole.exit_code == 0);
   // 5 iterations: epoch 2's first micro-batch is done, its partner is not, so the checkpoint
   // holds the ranks' averaged pending gradients.
-  const auto first = run_detrain(
-      "train --nproc 2 --max-iterations 5 " + tiny_args(dir, synth.detect_yaml, "parts") + parity,
-      dir.path());
+  const auto first = run_detrain("train --nproc 2 --max-iterations 5 " +
+                                     tiny_dist_args(dir, synth.detect_yaml, "parts") + parity,
+                                 dir.path());
   INFO(first.output);
   REQUIRE(first.exit_code == 130);
   const auto rest = run_detrain("train --nproc 2 --resume " + dir.file("runs/parts"), dir.path());

@@ -60,4 +60,14 @@ TensorListDifference max_difference(const train::NamedTensors& a, const train::N
   return out;
 }
 
+std::string tiny_dist_args(const TempDir& dir, const std::string& dataset,
+                           const std::string& name) {
+  return "data.dataset=" + dataset +
+         " data.imgsz=64 data.batch=4 data.workers=1 train.epochs=2 train.warmup_epochs=0"
+         " train.nbs=8 train.precision=fp32 train.progress=off train.log_every=1"
+         " train.plots=false train.sync_bn=true optim.optimizer=musgd runtime.threads=1"
+         " runtime.seed=3 train.project=" +
+         dir.file("runs") + " train.name=" + name;
+}
+
 }  // namespace detrain::test

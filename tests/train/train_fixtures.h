@@ -11,6 +11,12 @@
 
 namespace detrain::test {
 
+// `detrain train` overrides for the distributed tests on tiny_synth's 16 train images (2 ranks x
+// 2 divide them evenly, so 2 ranks see exactly one process's batches): 64 px, global batch 4,
+// nbs 8 (every optimizer step averages two micro-batches), 2 epochs, fp32, sync BN, MuSGD, one
+// thread, run `name` under dir/runs. Later overrides win, so a test appends what it changes.
+std::string tiny_dist_args(const TempDir& dir, const std::string& dataset, const std::string& name);
+
 // `train_images` / `val_images` shapes images of 96-128 px with up to 3 objects each, written
 // under dir/synth (deterministic for a seed).
 data::SynthSummary tiny_synth(const TempDir& dir, uint64_t seed = 11, int64_t train_images = 16,
