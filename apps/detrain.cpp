@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <iostream>
 #include <vector>
 
@@ -29,6 +30,9 @@ int main(int argc, char** argv) {
   using namespace detrain;
   reexec_with_passive_openmp_wait(argc > 1 ? argv[1] : nullptr, argv);
   keep_freed_memory_for_reuse();
+  // Under a file-size limit (ulimit -f) a write past it fails with EFBIG, reported like a full
+  // disk (exit 5, temporary removed), instead of SIGXFSZ killing the process mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"detrain: train and evaluate YOLO detectors and pose models", "detrain"};
   app.require_subcommand(1);
   app.fallthrough();

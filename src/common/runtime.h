@@ -1,6 +1,7 @@
 // Process-wide runtime settings applied once at start: LibTorch intra-op threads (set from the
-// config, never LibTorch's version-dependent default), OpenCV's thread pool (off: loader workers are our own threads),
-// the global seed and deterministic-kernel preferences. Reported in --version and at start.
+// config, never LibTorch's version-dependent default), OpenCV's thread pool (off: loader workers
+// are our own threads), the global seed and deterministic-kernel preferences. Reported in --version
+// and at start.
 #pragma once
 
 #include <string>

@@ -69,3 +69,19 @@ TEST_CASE("detrain train on a full disk exits 5 with one line and leaves no temp
   CHECK_FALSE(fs::exists(last));
   if (tmpfs) ::umount(disk.c_str());
 }
+
+TEST_CASE("a file-size limit (ulimit -f) ends detrain train with exit 5, not SIGXFSZ",
+          "[smoke][train]") {
+  TempDir dir;
+  const auto synth = detrain::test::tiny_synth(dir);
+  std::string args;
+  for (const auto& o : detrain::test::tiny_overrides(dir, synth.detect_yaml, "limit"))
+    args += " '" + o + "'";
+  // No trap here: detrain itself must ignore SIGXFSZ (8192 blocks: far below one checkpoint).
+  const auto r = run_shell("ulimit -f 8192; exec '" + detrain::test::detrain_binary() + "' train" +
+                           args + " 'train.project=" + dir.file("runs") + "' train.epochs=1");
+  INFO(r.output);
+  CHECK(r.exit_code == static_cast<int>(ExitCode::kIo));
+  CHECK_THAT(r.output, Catch::Contains("disk full (free some space and retry)"));
+  CHECK(temporaries_under(dir.file("runs")).empty());
+}
