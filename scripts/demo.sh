@@ -9,7 +9,13 @@ scripts/setup.sh
 # Its own folder: the tests-off configuration must not reconfigure a developer's build/.
 build_dir=${DETRAIN_BUILD_DIR:-build-demo}
 echo "demo.sh: configure + build in $build_dir"
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDETRAIN_TESTS=OFF >/dev/null
+# The configure log (LibTorch's own CMake files warn about things that do not apply here)
+# is shown only when configuring fails.
+mkdir -p "$build_dir"
+if ! cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDETRAIN_TESTS=OFF >"$build_dir/configure.log" 2>&1; then
+  grep -A8 "CMake Error" "$build_dir/configure.log" >&2 || cat "$build_dir/configure.log" >&2
+  exit 1
+fi
 cmake --build "$build_dir" -j"$(nproc)" --target detrain
 detrain="$build_dir/detrain"
 

@@ -9,7 +9,13 @@ scripts/setup.sh
 build_dir=${DETRAIN_BUILD_DIR:-build}
 jobs=$(nproc)
 echo "test.sh: configure + build in $build_dir ($jobs jobs)"
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# The configure log (LibTorch's own CMake files warn about things that do not apply here)
+# is shown only when configuring fails.
+mkdir -p "$build_dir"
+if ! cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$build_dir/configure.log" 2>&1; then
+  grep -A8 "CMake Error" "$build_dir/configure.log" >&2 || cat "$build_dir/configure.log" >&2
+  exit 1
+fi
 cmake --build "$build_dir" -j"$jobs"
 cd "$build_dir"
 exec ctest --output-on-failure -j"${DETRAIN_TEST_JOBS:-$jobs}" "$@"
