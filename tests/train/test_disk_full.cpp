@@ -42,20 +42,26 @@ std::vector<std::string> temporaries_under(const std::string& dir) {
   return found;
 }
 
+// `detrain train` of one epoch on a fresh tiny data set, as a shell command, writing run `name`
+// under `project`.
+std::string tiny_train_command(const TempDir& dir, const std::string& name,
+                               const std::string& project) {
+  const auto synth = detrain::test::tiny_synth(dir);
+  std::string command = "'" + detrain::test::detrain_binary() + "' train";
+  for (const auto& o : detrain::test::tiny_overrides(dir, synth.detect_yaml, name))
+    command += " '" + o + "'";
+  return command + " 'train.project=" + project + "' train.epochs=1";
+}
+
 }  // namespace
 
 TEST_CASE("detrain train on a full disk exits 5 with one line and leaves no temporary",
           "[smoke][train]") {
   TempDir dir;
-  const auto synth = detrain::test::tiny_synth(dir);
-  std::string args;
-  for (const auto& o : detrain::test::tiny_overrides(dir, synth.detect_yaml, "full"))
-    args += " '" + o + "'";
   const std::string disk = dir.file("disk");
   fs::create_directories(disk);
   const bool tmpfs = ::mount("tmpfs", disk.c_str(), "tmpfs", 0, "size=4m") == 0;
-  std::string command = "'" + detrain::test::detrain_binary() + "' train" + args +
-                        " 'train.project=" + disk + "' train.epochs=1";
+  std::string command = tiny_train_command(dir, "full", disk);
   if (!tmpfs) command = "trap '' XFSZ; ulimit -f 8192; exec " + command;
   const auto r = run_shell(command);
   INFO((tmpfs ? "tmpfs: " : "ulimit -f: ") << r.output);
@@ -73,13 +79,9 @@ TEST_CASE("detrain train on a full disk exits 5 with one line and leaves no temp
 TEST_CASE("a file-size limit (ulimit -f) ends detrain train with exit 5, not SIGXFSZ",
           "[smoke][train]") {
   TempDir dir;
-  const auto synth = detrain::test::tiny_synth(dir);
-  std::string args;
-  for (const auto& o : detrain::test::tiny_overrides(dir, synth.detect_yaml, "limit"))
-    args += " '" + o + "'";
   // No trap here: detrain itself must ignore SIGXFSZ (8192 blocks: far below one checkpoint).
-  const auto r = run_shell("ulimit -f 8192; exec '" + detrain::test::detrain_binary() + "' train" +
-                           args + " 'train.project=" + dir.file("runs") + "' train.epochs=1");
+  const auto r =
+      run_shell("ulimit -f 8192; exec " + tiny_train_command(dir, "limit", dir.file("runs")));
   INFO(r.output);
   CHECK(r.exit_code == static_cast<int>(ExitCode::kIo));
   CHECK_THAT(r.output, Catch::Contains("disk full (free some space and retry)"));
