@@ -109,7 +109,7 @@ StepResult measure(const StepArgs& a, const std::string& precision, int64_t npro
   } else {
     train::TrainRequest request;
     request.config = resolved;
-    request.stop_after_iterations = a.warmup + a.steps;
+    request.callbacks.should_stop = train::stop_after(a.warmup + a.steps);
     request.print_config = false;
     run_dir = train::run_training(request).run_dir;
   }

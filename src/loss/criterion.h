@@ -52,6 +52,7 @@ class Criterion {
   // the world size (as the reference's DDP does), so averaging the ranks' gradients gives the
   // gradient of the global batch's loss. Keypoint terms stay means over this rank's instances.
   void set_replicas(Replicas replicas) { replicas_ = std::move(replicas); }
+  const Replicas& replicas() const { return replicas_; }
 
   // Sets the end-to-end weights for training epoch `epoch` (0-based) of `epochs`.
   void set_epoch(int64_t epoch, int64_t epochs);

@@ -130,20 +130,6 @@ nlohmann::ordered_json without_timing(nlohmann::ordered_json line) {
   return line;
 }
 
-std::vector<std::string> results_columns(const std::vector<std::string>& loss_names, bool pose,
-                                         int lr_groups) {
-  std::vector<std::string> columns = {"epoch", "time"};
-  for (const auto& name : loss_names) columns.push_back("train/" + name + "_loss");
-  for (const char* kind : {"B", "P"}) {
-    if (std::string(kind) == "P" && !pose) break;
-    for (const char* metric : {"precision", "recall", "mAP50", "mAP50-95"})
-      columns.push_back(std::string("metrics/") + metric + "(" + kind + ")");
-  }
-  for (const auto& name : loss_names) columns.push_back("val/" + name + "_loss");
-  for (int g = 0; g < lr_groups; ++g) columns.push_back("lr/pg" + std::to_string(g));
-  return columns;
-}
-
 int ResultsTable::column(const std::string& name) const {
   for (size_t i = 0; i < columns.size(); ++i)
     if (columns[i] == name) return static_cast<int>(i);

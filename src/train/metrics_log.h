@@ -61,12 +61,6 @@ void truncate_metrics_jsonl(const std::string& path, int64_t epoch, int64_t iter
 // A line without its timing and memory fields, for comparing runs.
 nlohmann::ordered_json without_timing(nlohmann::ordered_json line);
 
-// results.csv column names as the reference writes them: epoch, time, train/<loss>_loss...,
-// metrics/precision(B), metrics/recall(B), metrics/mAP50(B), metrics/mAP50-95(B) (and the same
-// four with (P) for pose), val/<loss>_loss..., lr/pg0..pg{lr_groups-1}.
-std::vector<std::string> results_columns(const std::vector<std::string>& loss_names, bool pose,
-                                         int lr_groups);
-
 // results.csv in memory: a header and one row per epoch. `epoch` is 1-based as in the reference.
 struct ResultsTable {
   std::vector<std::string> columns;

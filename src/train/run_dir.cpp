@@ -65,4 +65,13 @@ RunPaths create_run_dir(const std::string& project, const std::string& name, boo
   return paths;
 }
 
+std::string resume_run_dir(const std::string& where) {
+  if (fs::is_directory(where)) return where;
+  return fs::path(where).parent_path().parent_path().string();
+}
+
+std::string resume_checkpoint(const std::string& where) {
+  return fs::is_directory(where) ? run_paths(where).last_ckpt : where;
+}
+
 }  // namespace detrain::train

@@ -26,6 +26,13 @@ struct RunPaths {
 // The standard paths inside an existing or planned run directory (nothing is created).
 RunPaths run_paths(const std::string& dir);
 
+// What `--resume WHERE` names: WHERE itself when it is a directory, else the run directory of
+// the checkpoint file WHERE (runs/<name>/weights/last.ckpt -> runs/<name>).
+std::string resume_run_dir(const std::string& where);
+// The checkpoint `--resume WHERE` continues from: <dir>/weights/last.ckpt for a directory,
+// else WHERE.
+std::string resume_checkpoint(const std::string& where);
+
 // Creates <project>/<name> (or <project>/<name>N with the smallest N >= 2 that does not exist
 // yet, unless exist_ok) and its weights/ folder. Throws IoError with a fix when the project
 // directory cannot be created or written, or when every numbered name up to 9999 is taken.

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,15 +15,30 @@
 
 namespace detrain::train {
 
+// Where the loop stands before an iteration (what callbacks see).
+struct IterationInfo {
+  int64_t rank = 0;
+  int64_t epoch = 0;                    // 0-based
+  int64_t iter = 0;                     // 0-based, in the epoch
+  int64_t iterations_this_process = 0;  // iterations this process has run so far
+};
+
+// Hooks into the loop for the command line (--max-iterations) and for tests (faults, early
+// stops), so the loop reads no environment variables.
+struct TrainCallbacks {
+  // True stops the run before this iteration with a resumable checkpoint, as a signal would.
+  std::function<bool(const IterationInfo&)> should_stop;
+  // Runs before each iteration, after the ranks agreed to go on (fault injection).
+  std::function<void(const IterationInfo&)> before_iteration;
+};
+
 struct TrainRequest {
   config::ResolvedConfig config;
   std::string resume;  // a run directory or a checkpoint file; empty starts a fresh run
   bool force = false;  // resume although the config hash differs (the diff is listed)
   // Set (e.g. by SIGINT) to stop after the current iteration with a resumable checkpoint.
   const std::atomic<bool>* stop = nullptr;
-  // Testing hook: stop after this many iterations of this process (0: never), as if `stop`
-  // had been set; the checkpoint written is the same.
-  int64_t stop_after_iterations = 0;
+  TrainCallbacks callbacks;
   bool print_config = true;  // the resolved-config table on stdout at start
 };
 
@@ -42,5 +58,8 @@ struct TrainSummary {
 // Runs (or resumes) a training run. Errors are the typed exceptions of common/errors.h;
 // a run still diverging after train.max_bad_steps rollbacks (divergence.h) throws NumericError.
 TrainSummary run_training(const TrainRequest& request);
+
+// A should_stop that stops after `iterations` iterations of this process (--max-iterations).
+std::function<bool(const IterationInfo&)> stop_after(int64_t iterations);
 
 }  // namespace detrain::train

@@ -137,7 +137,8 @@ TEST_CASE("resuming repairs a damaged best.ckpt and removes temporaries of kille
   TempDir dir;
   const auto synth = detrain::test::tiny_synth(dir);
   TrainRequest first = request_for(detrain::test::tiny_overrides(dir, synth.detect_yaml, "r"));
-  first.stop_after_iterations = 6;  // epoch 1 validated (best.ckpt written), stopped in epoch 2
+  first.callbacks.should_stop =
+      stop_after(6);  // epoch 1 validated (best.ckpt written), stopped in epoch 2
   const TrainSummary stopped = run_training(first);
   REQUIRE(stopped.interrupted);
   const RunPaths p = run_paths(stopped.run_dir);

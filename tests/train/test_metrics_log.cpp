@@ -7,6 +7,7 @@
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "test_support.h"
+#include "train/epoch_record.h"
 #include "train/metrics_log.h"
 
 using namespace detrain;

@@ -6,6 +6,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "test_support.h"
+#include "train/epoch_record.h"
 #include "train/plots.h"
 #include "train/plots_charts.h"
 #include "train/val_plots.h"

@@ -85,7 +85,7 @@ TEST_CASE("an interrupted and resumed run equals the uninterrupted run bit for b
   // Stop in the middle of epoch 2 (iteration 7 of 8 overall: between two micro-batches of
   // one accumulation), then resume from the run directory.
   TrainRequest first = request_for(tiny_overrides(dir, synth.detect_yaml, "split"));
-  first.stop_after_iterations = 7;
+  first.callbacks.should_stop = stop_after(7);
   const TrainSummary stopped = run_training(first);
   REQUIRE(stopped.interrupted);
   const Checkpoint mid = load_checkpoint(run_paths(stopped.run_dir).last_ckpt);

@@ -1,0 +1,100 @@
+// See epoch_end.h.
+#include "train/epoch_end.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <cmath>
+#include <limits>
+
+#include "eval/predictions_json.h"
+#include "eval/validate.h"
+#include "train/checkpoint_files.h"
+#include "train/divergence.h"
+#include "train/epoch_record.h"
+#include "train/plots.h"
+#include "train/run_log.h"
+#include "train/val_plots.h"
+
+namespace detrain::train {
+
+EpochEnd::EpochEnd(const config::ResolvedConfig& resolved, const TrainingData& data,
+                   TrainParts& parts, const RunPaths& paths, bool resuming,
+                   int64_t completed_epochs, bool can_roll_back)
+    : resolved_(resolved),
+      x_(resolved.experiment),
+      data_(data),
+      parts_(parts),
+      paths_(paths),
+      can_roll_back_(can_roll_back) {
+  const auto columns =
+      results_columns(parts.criterion->names(), parts.model->head()->options().pose(),
+                      static_cast<int>(parts.optimizer->num_groups()));
+  results_ = std::make_unique<ResultsCsv>(
+      resuming ? ResultsCsv::resume(paths.results_csv, columns, completed_epochs)
+               : ResultsCsv(paths.results_csv, columns));
+}
+
+std::optional<std::string> EpochEnd::finish(TrainState& state, double seconds) {
+  const int64_t epoch = state.position.epoch;
+  loss::Criterion& criterion = *parts_.criterion;
+  EpochRecord record;
+  record.epoch = epoch + 1;
+  record.seconds = seconds;
+  record.loss_names = criterion.names();
+  for (const auto& [name, value] : state.running.means(record.loss_names))
+    record.train_losses.push_back(value);
+  record.pose = parts_.model->head()->options().pose();
+
+  const bool last_epoch = epoch + 1 == x_.train.epochs;
+  std::optional<eval::ValidationResult> v;
+  if (x_.train.val || last_epoch) {
+    ValidationProgress val_progress(x_, parts_.validation->images());
+    std::optional<ValPlots> plots;
+    if (x_.train.plots)
+      plots.emplace(data_.dataset, parts_.validation->records(), paths_.dir, x_.train.plot_batches);
+    auto observer = [&](int64_t index, const eval::ValBatch& b,
+                        const std::vector<eval::ImageDetections>& dets) {
+      val_progress.add(static_cast<int64_t>(b.frames.size()));
+      if (plots) plots->add(index, b, dets);
+    };
+    // Rank 0 validates alone: its validation losses use local normalisers, not a collective.
+    const Replicas replicas = criterion.replicas();
+    criterion.set_replicas({});
+    v = parts_.validation->run(dynamic_cast<model::YoloModelImpl&>(parts_.ema->module()), observer,
+                               &criterion);
+    criterion.set_replicas(replicas);
+    if (can_roll_back_ && !validation_finite(*v))
+      return fmt::format("non-finite validation loss or fitness after epoch {}", epoch + 1);
+    show(eval::stats_table(*v));
+    if (plots) plots->save();
+    if (x_.val.save_json) eval::write_predictions_json(paths_.file("predictions.json"), v->records);
+    record.box = curve_metrics(v->box);
+    if (record.pose && v->keypoints) record.keypoints = curve_metrics(*v->keypoints);
+    record.val_losses = v->losses;
+  }
+  for (size_t g = 0; g < parts_.optimizer->num_groups(); ++g)
+    record.lrs.push_back(parts_.optimizer->lr(g));
+  const std::vector<double> row = record.values();
+  results_->append(row);
+  state.history.push_back(row);
+  if (x_.train.plots) save_results_png(results_->table(), paths_.results_png);
+  if (v) show(epoch_line(record, x_.train.epochs));
+
+  const double fitness = v ? v->fitness() : -std::numeric_limits<double>::infinity();
+  if (v) {
+    box_stats_ = v->box.stats;
+    keypoint_stats_ = v->keypoints ? v->keypoints->stats : std::vector<double>{};
+  }
+  const bool improved = v && fitness > state.best_fitness;
+  if (improved) {
+    state.best_fitness = fitness;
+    state.best_epoch = epoch;
+  }
+  state.advance_epoch(x_.train.epochs);  // the checkpoint describes the state after this epoch
+  const Checkpoint last = capture_checkpoint(state, parts_, resolved_);
+  save_checkpoint(paths_.last_ckpt, last);
+  if (improved) publish_best(paths_, last, x_.train.best_half);
+  return std::nullopt;
+}
+
+}  // namespace detrain::train

@@ -1,0 +1,51 @@
+// See resume.h.
+#include "train/resume.h"
+
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+#include "common/errors.h"
+#include "train/inference_model.h"
+#include "train/initial_weights.h"
+#include "train/train_state.h"
+
+namespace detrain::train {
+
+Checkpoint load_resume_checkpoint(const std::string& path, const ResumeExpectation& expected) {
+  const config::ResolvedConfig& resolved = *expected.resolved;
+  Checkpoint c = load_checkpoint(path);
+  require_resumable(c, path);
+  check_architecture(c, expected.arch, path);
+  const int64_t saved_world = state_of(c).world_size;
+  if (saved_world != expected.world_size)
+    throw ConfigError(fmt::format(
+        "{}: written by a run of {} rank(s), resumed with {}; resume with --nproc {} (the world "
+        "size sets each rank's batch and shard, so another one cannot continue it exactly)",
+        path, saved_world, expected.world_size, saved_world));
+  if (c.position.finished)
+    throw ConfigError(path +
+                      ": this run already finished every epoch; nothing to resume "
+                      "(train longer in a new run from its weights: model.weights=" +
+                      path + " train.epochs=N)");
+  if (c.config_hash != resolved.hash) {
+    const config::ResolvedConfig saved = checkpoint_config(c.config_yaml, path, {});
+    const auto changes = config::diff(saved.experiment, resolved.experiment);
+    std::string listed;
+    for (const auto& line : changes) listed += "\n  " + line;
+    if (!expected.force)
+      throw ConfigError(path + ": the configuration differs from the checkpoint's (hash " +
+                        c.config_hash + " vs " + resolved.hash +
+                        "); resume with the same config, "
+                        "or pass --force to accept:" +
+                        listed);
+    spdlog::warn("resuming with a different configuration (--force):{}", listed);
+  }
+  if (c.position.batches_per_epoch != expected.batches_per_epoch)
+    throw ConfigError(
+        path + ": the checkpoint has " + std::to_string(c.position.batches_per_epoch) +
+        " batches per epoch but this data set and batch give " +
+        std::to_string(expected.batches_per_epoch) + "; resume with the same data and data.batch");
+  return c;
+}
+
+}  // namespace detrain::train

@@ -1,0 +1,26 @@
+// `detrain train --resume`: the checkpoint to continue from, refused with one line naming the
+// file and the fix when it cannot continue this run exactly (not resumable, another
+// architecture, another world size, already finished, another configuration without --force,
+// another number of batches per epoch).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "config/config.h"
+#include "train/checkpoint.h"
+
+namespace detrain::train {
+
+struct ResumeExpectation {
+  ArchIdentity arch;              // the model this run builds
+  int64_t world_size = 1;         // ranks of this run
+  int64_t batches_per_epoch = 0;  // this data set and batch
+  const config::ResolvedConfig* resolved = nullptr;
+  bool force = false;  // accept a different configuration (the diff is logged)
+};
+
+// Loads `path` and checks it against `expected`; ConfigError / ModelError otherwise.
+Checkpoint load_resume_checkpoint(const std::string& path, const ResumeExpectation& expected);
+
+}  // namespace detrain::train

@@ -1,0 +1,129 @@
+// See train_parts.h.
+#include "train/train_parts.h"
+
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "common/errors.h"
+#include "model/freeze.h"
+#include "model/sync_batch_norm.h"
+#include "optim/optimizer_factory.h"
+#include "optim/optimizer_plan.h"
+#include "train/initial_weights.h"
+
+namespace detrain::train {
+
+namespace {
+
+void log_record_stats(const std::string& split, const data::RecordStats& s) {
+  spdlog::info(
+      "{}: {} images ({} backgrounds), {} crowd regions kept apart, {} boxes clipped, "
+      "{} empty boxes dropped, {} images missing",
+      split, s.images, s.backgrounds, s.crowd, s.clipped, s.dropped_empty, s.images_missing);
+}
+
+}  // namespace
+
+void log_skipped_images(const TrainingData& data, const data::Loader& loader) {
+  const data::RecordStats& records = data.train_records.stats;
+  const int64_t total = records.images_missing + loader.stats().corrupt_images;
+  if (total == 0) return;
+  spdlog::warn("skipped {} training image(s): {} missing, {} that did not decode", total,
+               records.images_missing, loader.stats().corrupt_images);
+}
+
+ArchIdentity arch_identity(const model::YoloModelImpl& model) {
+  const auto& a = model.arch();
+  ArchIdentity id;
+  id.arch_file = a.path;
+  std::ifstream in(a.path);
+  std::stringstream text;
+  text << in.rdbuf();
+  id.arch_hash = content_hash(text.str());
+  id.scale = a.scale;
+  id.nc = a.nc;
+  if (model.head()->options().pose()) id.kpt_shape = {a.kpt_shape[0], a.kpt_shape[1]};
+  return id;
+}
+
+std::vector<torch::Tensor> module_state(torch::nn::Module& m) {
+  std::vector<torch::Tensor> out = m.parameters();
+  for (const auto& b : m.buffers()) out.push_back(b);
+  return out;
+}
+
+TrainingData build_training_data(const config::Experiment& x) {
+  model::check_model(x.model);  // a bad model YAML fails before any data is read
+  TrainingData d;
+  d.dataset = data::load_dataset(x.data.dataset, x.data.root);
+  d.train_records = data::load_records(d.dataset, "train", data::RecordOptions::from(x.data, true));
+  log_record_stats("train", d.train_records.stats);
+  return d;
+}
+
+TrainParts build_parts(const config::Experiment& x, const TrainingData& data, World& world,
+                       const torch::Device& device, bool bf16) {
+  const data::DatasetInfo& dataset = data.dataset;
+  TrainParts p;
+  std::optional<std::array<int64_t, 2>> kpt_shape;
+  if (dataset.has_keypoints())
+    kpt_shape = std::array<int64_t, 2>{dataset.kpt_count, dataset.kpt_dims};
+
+  config::ModelOptions build = x.model;
+  build.weights.clear();  // a checkpoint, a run directory or safetensors: loaded just below
+  p.model = model::make_model(build, dataset.nc(), kpt_shape);
+  if (!x.model.weights.empty())
+    load_initial_weights(*p.model, arch_identity(*p.model), x.model.weights);
+  if (p.model->head()->options().pose() && !dataset.has_keypoints())
+    throw DataError(x.data.dataset + ": the data set has no kpt_shape but " + x.model.arch +
+                    " is a pose model; add kpt_shape, flip_idx and oks_sigmas to the descriptor "
+                    "or train a detection architecture");
+  p.model->to(device);
+  // Same seed, same init; the broadcast makes it so whatever a rank's RNG did.
+  world.broadcast(module_state(*p.model), "initial weights");
+  const auto replicas = world.replicas();
+  if (replicas && x.train.sync_bn) model::set_sync_batch_norm(*p.model, replicas);
+  p.arch = arch_identity(*p.model);
+  auto ema_model = model::make_model(build, dataset.nc(), kpt_shape);
+  ema_model->to(device);
+  p.ema = std::make_unique<optim::ModelEma>(ema_model.ptr(), *p.model, optim::ema_options(x.train));
+
+  p.params = p.model->param_infos();
+  model::freeze_layers(p.params, x.train.freeze);
+  for (const auto& info : p.params)
+    if (info.trainable) p.trainable.push_back(info.param);
+
+  p.criterion = loss::make_criterion(p.model->head()->options(), x.loss, dataset.oks_sigmas,
+                                     p.model->head()->flow());
+  if (replicas) p.criterion->set_replicas(*replicas);
+
+  data::LoaderOptions train_opts =
+      data::LoaderOptions::from(x.data, static_cast<uint64_t>(x.runtime.seed), /*train=*/true);
+  train_opts.stride = static_cast<int>(p.model->max_stride());
+  train_opts.pin_memory = device.is_cuda();
+  train_opts.batch = x.data.batch / world.size();  // this rank's share
+  train_opts.rank = world.rank();
+  train_opts.world_size = world.size();
+  p.train_loader =
+      std::make_unique<data::Loader>(dataset, data.train_records.images, x.augment, train_opts);
+
+  const optim::OptimizerPlan plan = optim::plan_optimizer(
+      x, static_cast<int64_t>(data.train_records.images.size()), p.model->arch().nc);
+  p.optimizer = optim::build_optimizer(p.params, x.optim, plan.run);
+  std::vector<optim::GroupSchedule> groups;
+  for (size_t g = 0; g < p.optimizer->num_groups(); ++g)
+    groups.push_back(
+        {p.optimizer->lr(g), p.optimizer->group_name(g).find("bias") != std::string::npos});
+  p.schedule = std::make_unique<optim::TrainSchedule>(plan.settings,
+                                                      p.train_loader->batches_per_epoch(), groups);
+
+  if (world.is_main())
+    p.validation = std::make_unique<ValidationRun>(x, dataset, x.val.split, *p.model, device, bf16);
+  return p;
+}
+
+}  // namespace detrain::train

@@ -1,0 +1,64 @@
+// What a training run is made of, built once from the resolved config: the training data, the
+// model and its EMA, the trainable parameters, the criterion, the loader, the optimizer and its
+// schedule, and (rank 0) the validation run. The build_* functions hold the wiring; the loop
+// in trainer.cpp only uses the parts.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "config/config.h"
+#include "data/coco_records.h"
+#include "data/dataset.h"
+#include "data/loader.h"
+#include "loss/criterion.h"
+#include "model/param_info.h"
+#include "model/yolo_model.h"
+#include "optim/ema.h"
+#include "optim/optimizer.h"
+#include "optim/schedule.h"
+#include "train/checkpoint.h"
+#include "train/validation_run.h"
+#include "train/world.h"
+
+namespace detrain::train {
+
+// The data set descriptor and its scanned training records.
+struct TrainingData {
+  data::DatasetInfo dataset;
+  data::Records train_records;
+};
+
+struct TrainParts {
+  model::YoloModel model{nullptr};
+  std::unique_ptr<optim::ModelEma> ema;
+  ArchIdentity arch;
+  std::vector<model::ParamInfo> params;  // every parameter, frozen ones marked
+  std::vector<torch::Tensor> trainable;  // the ones the optimizer and gradient sums see
+  std::unique_ptr<loss::Criterion> criterion;
+  std::unique_ptr<data::Loader> train_loader;
+  std::unique_ptr<optim::Optimizer> optimizer;
+  std::unique_ptr<optim::TrainSchedule> schedule;
+  std::unique_ptr<ValidationRun> validation;  // rank 0 only (the others never validate)
+};
+
+// Checks the model YAML (before any data is read), loads the descriptor and scans the
+// training split, logging what the scan kept and dropped.
+TrainingData build_training_data(const config::Experiment& x);
+
+// Builds every part in the order that fixes the run's random numbers (model, EMA model,
+// criterion, loader), on `device`: rank 0's initial weights are broadcast, BatchNorm is
+// synchronised under train.sync_bn, and the loader reads this rank's share of the batch.
+TrainParts build_parts(const config::Experiment& x, const TrainingData& data, World& world,
+                       const torch::Device& device, bool bf16);
+
+// The end-of-run total of training images left out: missing at the scan, or not decodable.
+void log_skipped_images(const TrainingData& data, const data::Loader& loader);
+
+// The identity checkpoints carry for `model` (its YAML's content hash, scale, nc, keypoints).
+ArchIdentity arch_identity(const model::YoloModelImpl& model);
+
+// Parameters and buffers of `m` (what the initial broadcast and the weights check cover).
+std::vector<torch::Tensor> module_state(torch::nn::Module& m);
+
+}  // namespace detrain::train

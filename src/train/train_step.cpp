@@ -1,0 +1,100 @@
+// See train_step.h.
+#include "train/train_step.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include "compat/torch_compat.h"
+#include "train/divergence.h"
+#include "train/validation_run.h"
+
+namespace detrain::train {
+
+namespace {
+
+// Head outputs in fp32 for the loss (autocast leaves them in bf16).
+model::BranchOutput branch_to_float(const model::BranchOutput& b) {
+  auto f = [](const torch::Tensor& t) { return t.defined() ? t.to(torch::kFloat) : t; };
+  return {f(b.boxes), f(b.scores), f(b.kpts), f(b.kpts_sigma)};
+}
+model::TrainOutput to_float(const model::TrainOutput& out) {
+  model::TrainOutput r;
+  r.one2many = branch_to_float(out.one2many);
+  r.one2one = branch_to_float(out.one2one);
+  r.feats = out.feats;
+  return r;
+}
+
+}  // namespace
+
+StepOptions StepOptions::from(const config::TrainOptions& train, const torch::Device& device,
+                              Precision precision) {
+  StepOptions o;
+  o.device = device;
+  o.precision = precision;
+  o.clip_grad_norm = train.clip_grad_norm;
+  o.sync_bn = train.sync_bn;
+  o.dist_verify = train.dist_verify;
+  return o;
+}
+
+StepResult TrainStep::run(const data::Batch& batch, int64_t epoch, int64_t iter,
+                          const optim::IterationHyper& hyper, double lr_scale,
+                          SchedulePosition& position) {
+  optim::Optimizer& optimizer = *parts_.optimizer;
+  for (size_t g = 0; g < optimizer.num_groups(); ++g) {
+    optimizer.set_lr(g, hyper.lr[g] * lr_scale);
+    optimizer.set_momentum(g, hyper.momentum);
+  }
+  const torch::Device& device = options_.device;
+  const torch::Tensor images =  // [B, 3, H, W] float in [0, 1]
+      batch.images.to(device, /*non_blocking=*/true).to(torch::kFloat).div_(255.0);
+  model::TrainOutput out;
+  {
+    AutocastScope autocast(options_.precision, device);
+    out = parts_.model->forward_train(images);
+  }
+  const loss::LossResult l = (*parts_.criterion)(to_float(out), loss_targets(batch, device),
+                                                 {images.size(2), images.size(3)});
+  StepResult result;
+  result.images = images.size(0);
+  result.instances = batch.cls.size(0);
+  result.imgsz = images.size(3);
+  std::optional<std::string> bad = loss_problem(l.total.item<double>(), batch.cls.size(0));
+  // Every rank rolls back when one diverged.
+  if (world_.any(bad.has_value(), "the loss check") && !bad) bad = "another rank's loss";
+  if (bad) {
+    result.problem = fmt::format("{} at epoch {} iteration {}", *bad, epoch + 1, iter);
+    return result;
+  }
+  l.total.backward();
+
+  const int64_t ni = epoch * position.batches_per_epoch + iter;
+  if (optim::TrainSchedule::optimizer_step_due(ni, position.last_step_ni, hyper.accumulate)) {
+    world_.average_gradients(parts_.trainable);
+    const GradNorm gn = clip_grad_norm(parts_.trainable, options_.clip_grad_norm);
+    if (!gn.finite) {
+      result.problem =
+          fmt::format("non-finite gradients at epoch {} iteration {}", epoch + 1, iter);
+      return result;
+    }
+    optimizer.step();
+    ++position.optimizer_steps;
+    // Local BatchNorm statistics differ per rank; rank 0's go to all so the EMA agrees.
+    if (!options_.sync_bn) world_.broadcast(parts_.model->buffers(), "BatchNorm buffers");
+    parts_.ema->update();
+    if (options_.dist_verify) {
+      std::vector<torch::Tensor> state = module_state(*parts_.model);
+      for (const auto& t : module_state(parts_.ema->module())) state.push_back(t);
+      world_.check_same(
+          state, fmt::format("after the optimizer step of epoch {} iteration {}", epoch + 1, iter));
+    }
+    optimizer.zero_grad();
+    position.last_step_ni = ni;
+    result.optimizer_stepped = true;
+  }
+  result.loss_items = l.items.detach();
+  compat::synchronize(device);
+  return result;
+}
+
+}  // namespace detrain::train
