@@ -2,9 +2,13 @@
 // the Ctrl-C handler that asks the loop to stop with a resumable checkpoint, and runs it.
 #include <atomic>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <iostream>
+#include <iterator>
 
 #include "commands.h"
 #include "common/errors.h"
@@ -30,13 +34,38 @@ struct TrainArgs {
   bool force = false;
   int nproc = 1;
   int64_t max_iterations = 0;
+  std::string fault_kill;  // "RANK:ITER" (tests only)
 };
+
+// This process's command line without `--nproc N` / `--nproc=N` (from /proc/self/cmdline):
+// what each local rank runs.
+std::vector<std::string> command_line_without_nproc() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  for (size_t start = 0; start < raw.size();) {
+    const size_t end = raw.find('\0', start);
+    args.push_back(raw.substr(start, end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--nproc") {
+      ++i;
+      continue;
+    }
+    if (args[i].rfind("--nproc=", 0) == 0) continue;
+    out.push_back(args[i]);
+  }
+  return out;
+}
 
 // `--nproc N` (N > 1) outside a distributed launch: this process becomes the launcher.
 int launch(const TrainArgs& args) {
   train::LaunchOptions options;
   options.nproc = args.nproc;
-  options.argv = train::command_line_without_nproc();
+  options.argv = command_line_without_nproc();
   options.interrupt = &g_stop_requested;
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
@@ -44,6 +73,19 @@ int launch(const TrainArgs& args) {
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   return code;
+}
+
+// --fault-kill RANK:ITER (for the distributed tests): that rank kills itself with SIGKILL, no
+// clean-up, before its ITER-th iteration of this process, as a crashed machine would.
+std::function<void(const train::IterationInfo&)> fault_kill_hook(const std::string& spec) {
+  if (spec.empty()) return {};
+  long long rank = -1, iter = -1;
+  char tail = 0;
+  if (std::sscanf(spec.c_str(), "%lld:%lld%c", &rank, &iter, &tail) != 2 || rank < 0 || iter < 0)
+    throw ConfigError("--fault-kill " + spec + ": expected RANK:ITER, e.g. 1:3");
+  return [rank, iter](const train::IterationInfo& info) {
+    if (info.rank == rank && info.iterations_this_process == iter) std::raise(SIGKILL);
+  };
 }
 
 int run_train(const TrainArgs& args) {
@@ -58,11 +100,7 @@ int run_train(const TrainArgs& args) {
                   "runs/<name>/weights/last.ckpt)");
   if (!args.resume.empty() && args.config.config_file.empty()) {
     // Resume with the run's own args.yaml (plus any overrides given now).
-    const std::string dir =
-        std::filesystem::is_directory(args.resume)
-            ? args.resume
-            : std::filesystem::path(args.resume).parent_path().parent_path().string();
-    const std::string saved = train::run_paths(dir).args_yaml;
+    const std::string saved = train::run_paths(train::resume_run_dir(args.resume)).args_yaml;
     if (!std::filesystem::exists(saved))
       throw IoError(saved +
                     " does not exist; pass the run directory (runs/<name>) or its "
@@ -72,7 +110,8 @@ int run_train(const TrainArgs& args) {
     request.config = args.config.resolve();
   }
   request.stop = &g_stop_requested;
-  request.stop_after_iterations = args.max_iterations;
+  request.callbacks.should_stop = train::stop_after(args.max_iterations);
+  request.callbacks.before_iteration = fault_kill_hook(args.fault_kill);
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
   const train::TrainSummary s = train::run_training(request);
@@ -101,6 +140,10 @@ Command add_train_command(CLI::App& root) {
                   "stop after N iterations of this process with a resumable checkpoint "
                   "(exit 130, as after Ctrl-C): smoke runs and benchmarks")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  // Hidden (no group): fault injection for the distributed tests, not a user feature.
+  app->add_option("--fault-kill", args->fault_kill,
+                  "RANK:ITER: that rank kills itself (SIGKILL) at that iteration")
+      ->group("");
   return {app, [args]() { return run_train(*args); }};
 }
 

@@ -15,8 +15,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <thread>
 
 #include "common/errors.h"
@@ -80,28 +78,6 @@ std::string describe_status(int status) {
 }
 
 }  // namespace
-
-std::vector<std::string> command_line_without_nproc() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::string> args;
-  for (size_t start = 0; start < raw.size();) {
-    const size_t end = raw.find('\0', start);
-    args.push_back(raw.substr(start, end - start));
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  std::vector<std::string> out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--nproc") {
-      ++i;
-      continue;
-    }
-    if (args[i].rfind("--nproc=", 0) == 0) continue;
-    out.push_back(args[i]);
-  }
-  return out;
-}
 
 int launch_local_ranks(const LaunchOptions& options) {
   if (options.nproc < 1) throw ConfigError("--nproc must be at least 1");

@@ -23,7 +23,4 @@ struct LaunchOptions {
 // Runs the ranks to completion; returns the exit code to use (0 when all succeeded).
 int launch_local_ranks(const LaunchOptions& options);
 
-// This process's command line without `--nproc N` / `--nproc=N` (from /proc/self/cmdline).
-std::vector<std::string> command_line_without_nproc();
-
 }  // namespace detrain::train

@@ -183,9 +183,9 @@ TEST_CASE("a killed rank makes the other exit with an error naming it, within th
   const int port = free_tcp_port();
   // Two ranks started by hand, as torchrun would: rank 1 kills itself (SIGKILL) at its third
   // iteration; rank 0 must notice on its own, without a launcher to stop it.
-  const std::string env = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) +
-                          " DETRAIN_FAULT_KILL=1:3 ";
-  const std::string bin = "'" + detrain_binary() + "' train " + args;
+  const std::string env =
+      "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " ";
+  const std::string bin = "'" + detrain_binary() + "' train --fault-kill 1:3 " + args;
   const std::string script = "cd '" + dir.path() + "' && (RANK=1 " + env + bin +
                              " > r1.log 2>&1; echo $? > r1.rc) & cd '" + dir.path() +
                              "' && RANK=0 " + env + bin + " > r0.log 2>&1; echo $? > r0.rc; wait";
@@ -202,10 +202,9 @@ TEST_CASE("a killed rank makes the other exit with an error naming it, within th
   CHECK(seconds < 60);  // the 30 s timeout plus start-up; a hang would run to ctest's limit
 
   // Through the launcher: it reports the dead rank and stops the other.
-  const std::string launched = "cd '" + dir.path() + "' && DETRAIN_FAULT_KILL=1:3 '" +
-                               detrain_binary() + "' train --nproc 2 " +
-                               tiny_dist_args(dir, synth.detect_yaml, "launched") +
-                               " > l.log 2>&1; echo $? > l.rc";
+  const std::string launched =
+      "cd '" + dir.path() + "' && '" + detrain_binary() + "' train --nproc 2 --fault-kill 1:3 " +
+      tiny_dist_args(dir, synth.detect_yaml, "launched") + " > l.log 2>&1; echo $? > l.rc";
   REQUIRE(std::system(launched.c_str()) == 0);
   const std::string log = read_file(dir.file("l.log"));
   INFO(log);
