@@ -7,6 +7,7 @@
 #include "common/errors.h"
 #include "train/inference_model.h"
 #include "train/initial_weights.h"
+#include "train/run_dir.h"
 #include "train/train_state.h"
 
 namespace detrain::train {
@@ -45,6 +46,18 @@ Checkpoint load_resume_checkpoint(const std::string& path, const ResumeExpectati
         path + ": the checkpoint has " + std::to_string(c.position.batches_per_epoch) +
         " batches per epoch but this data set and batch give " +
         std::to_string(expected.batches_per_epoch) + "; resume with the same data and data.batch");
+  return c;
+}
+
+Checkpoint resume_into(TrainParts& parts, TrainState& state, const std::string& where,
+                       const ResumeExpectation& expected) {
+  const std::string path = resume_checkpoint(where);
+  Checkpoint c = load_resume_checkpoint(path, expected);
+  restore_parts(parts, c, path);
+  state = state_of(c);
+  spdlog::info("resumed {} at epoch {} iteration {} ({} optimizer steps)", path,
+               state.position.epoch + 1, state.position.iter_in_epoch,
+               state.position.optimizer_steps);
   return c;
 }
 

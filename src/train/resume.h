@@ -9,6 +9,8 @@
 
 #include "config/config.h"
 #include "train/checkpoint.h"
+#include "train/train_parts.h"
+#include "train/train_state.h"
 
 namespace detrain::train {
 
@@ -22,5 +24,11 @@ struct ResumeExpectation {
 
 // Loads `path` and checks it against `expected`; ConfigError / ModelError otherwise.
 Checkpoint load_resume_checkpoint(const std::string& path, const ResumeExpectation& expected);
+
+// `--resume WHERE` (a run directory or a checkpoint): the checked checkpoint's weights,
+// optimizer, generators and gradients into `parts` and its loop state into `state`; returns
+// the checkpoint (best.ckpt is repaired from it).
+Checkpoint resume_into(TrainParts& parts, TrainState& state, const std::string& where,
+                       const ResumeExpectation& expected);
 
 }  // namespace detrain::train

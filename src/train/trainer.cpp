@@ -63,7 +63,6 @@ class Trainer {
   TrainParts parts_;
   std::unique_ptr<TrainStep> step_;
   TrainState state_;
-  std::unique_ptr<DivergencePolicy> divergence_;
   std::optional<Checkpoint> good_state_;  // taken at the start of each epoch
   std::string problem_;                   // why the current epoch diverged; empty when it did not
   RunPaths paths_;
@@ -88,18 +87,10 @@ void Trainer::build() {
 }
 
 void Trainer::resume(const std::string& where) {
-  const std::string path = resume_checkpoint(where);
-  const Checkpoint c = load_resume_checkpoint(
-      path, {parts_.arch, world_->size(), parts_.train_loader->batches_per_epoch(), &resolved_,
-             request_.force});
-  restore_parts(parts_, c, path);
-  state_ = state_of(c);
-  divergence_ = std::make_unique<DivergencePolicy>(x_.train.max_bad_steps,
-                                                   state_.position.bad_steps, state_.lr_scale);
+  const Checkpoint c = resume_into(
+      parts_, state_, where,
+      {parts_.arch, world_->size(), state_.position.batches_per_epoch, &resolved_, request_.force});
   if (main()) tidy_for_resume(paths_, c, x_.train.best_half);
-  spdlog::info("resumed {} at epoch {} iteration {} ({} optimizer steps)", path,
-               state_.position.epoch + 1, state_.position.iter_in_epoch,
-               state_.position.optimizer_steps);
 }
 
 // Rank 0 writes the run directory: train.log, args.yaml, metrics.jsonl, labels.jpg, results.csv.
@@ -187,20 +178,21 @@ void Trainer::finish_epoch(double seconds) {
 }
 
 void Trainer::roll_back() {
-  if (!divergence_->try_rollback()) {
+  DivergencePolicy policy(x_.train.max_bad_steps, state_.position.bad_steps, state_.lr_scale);
+  if (!policy.try_rollback()) {
     DivergenceContext context;
     context.bf16 = precision_ == Precision::kBf16;
     context.clipping = x_.train.clip_grad_norm > 0;
     context.save_period_key = "train.save_period_steps";
     if (std::filesystem::exists(paths_.last_ckpt)) context.checkpoint = paths_.last_ckpt;
-    throw NumericError(diverged_message(problem_, *divergence_, context));
+    throw NumericError(diverged_message(problem_, policy, context));
   }
   // The good state has no gradients of the bad step; a state without them starts clean.
   parts_.optimizer->zero_grad();
   rewind(parts_, state_, *good_state_);
-  state_.position.bad_steps = divergence_->rollbacks();
-  state_.lr_scale = divergence_->lr_scale();
-  spdlog::warn("{}", rollback_message(problem_, *divergence_, state_.position.epoch,
+  state_.position.bad_steps = policy.rollbacks();
+  state_.lr_scale = policy.lr_scale();
+  spdlog::warn("{}", rollback_message(problem_, policy, state_.position.epoch,
                                       state_.position.iter_in_epoch));
   problem_.clear();
 }
@@ -217,7 +209,6 @@ TrainSummary Trainer::run() {
   // Only rank 0 writes the run directory; the others learn its name for their messages.
   paths_.dir = world_->from_main("run_dir", paths_.dir);
   open_run_directory();
-  if (!divergence_) divergence_ = std::make_unique<DivergencePolicy>(x_.train.max_bad_steps);
 
   TrainSummary summary;
   summary.run_dir = paths_.dir;
