@@ -15,9 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "common/runtime.h"
 #include "common/strings.h"
 #include "common/timer.h"
+#include "compat/runtime.h"
 #include "data/coco_records.h"
 #include "data/dataset.h"
 #include "data/decode.h"
@@ -68,7 +68,7 @@ struct Row {
 int run_bench_loader(const BenchLoaderArgs& args) {
   auto resolved = args.config.resolve();
   const auto& ex = resolved.experiment;
-  const auto runtime = apply_runtime(ex.runtime);
+  const auto runtime = compat::apply_runtime(ex.runtime);
   const data::DatasetInfo info =
       data::load_dataset(args.data.empty() ? ex.data.dataset : args.data);
   data::RecordOptions record_options;

@@ -10,7 +10,7 @@
 
 #include "bench_common.h"
 #include "commands.h"
-#include "common/runtime.h"
+#include "compat/runtime.h"
 #include "compat/torch_compat.h"
 #include "geometry/anchors.h"
 #include "loss/criterion.h"
@@ -85,7 +85,7 @@ int run_bench_loss(const BenchLossArgs& args) {
   auto resolved = args.config.resolve();
   auto& options = resolved.experiment.model;
   if (!args.arch.empty()) options.arch = args.arch;
-  const auto runtime = apply_runtime(resolved.experiment.runtime);
+  const auto runtime = compat::apply_runtime(resolved.experiment.runtime);
   auto net = model::make_model(options);
   const auto head = net->head()->options();
   auto criterion = loss::make_criterion(head, resolved.experiment.loss, {}, net->head()->flow());

@@ -9,7 +9,7 @@
 
 #include "bench_common.h"
 #include "commands.h"
-#include "common/runtime.h"
+#include "compat/runtime.h"
 #include "compat/torch_compat.h"
 #include "model/yolo_model.h"
 
@@ -30,7 +30,7 @@ int run_bench_model(const BenchModelArgs& args) {
   auto resolved = args.config.resolve();
   auto& options = resolved.experiment.model;
   if (!args.arch.empty()) options.arch = args.arch;
-  const auto runtime = apply_runtime(resolved.experiment.runtime);
+  const auto runtime = compat::apply_runtime(resolved.experiment.runtime);
   const auto images = torch::rand({args.batch, 3, args.imgsz, args.imgsz});
 
   model::YoloModel net{nullptr};

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "common/runtime.h"
 #include "common/timer.h"
+#include "compat/runtime.h"
 #include "compat/torch_compat.h"
 #include "model/yolo_model.h"
 #include "optim/newton_schulz.h"
@@ -169,7 +169,7 @@ int run_bench_optim(const BenchOptimArgs& args) {
   if (!args.arch.empty()) experiment.model.arch = args.arch;
   if (!args.scale.empty()) experiment.model.scale = args.scale;
   if (!args.device.empty()) experiment.runtime.device = args.device;
-  const auto runtime = apply_runtime(experiment.runtime);
+  const auto runtime = compat::apply_runtime(experiment.runtime);
   const auto device = compat::parse_device(experiment.runtime.device);
 
   auto net = model::make_model(experiment.model);

@@ -11,7 +11,7 @@
 #include "commands.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
-#include "common/runtime.h"
+#include "compat/runtime.h"
 #include "data/coco_records.h"
 #include "data/dataset.h"
 #include "data/loader.h"
@@ -39,7 +39,7 @@ data::DatasetInfo dataset_of(const DataArgs& args, const config::DataOptions& da
 int run_preview(const DataArgs& args) {
   const auto resolved = args.config.resolve();
   const auto& ex = resolved.experiment;
-  apply_runtime(ex.runtime);
+  compat::apply_runtime(ex.runtime);
   const data::DatasetInfo info = dataset_of(args, ex.data);
   const bool train = args.split == "train";
   auto records = data::load_records(info, args.split, data::RecordOptions::from(ex.data, train));

@@ -10,12 +10,13 @@
 
 #include "commands.h"
 #include "common/errors.h"
-#include "common/runtime.h"
 #include "common/strings.h"
+#include "compat/runtime.h"
 #include "geometry/anchors.h"
 #include "model/census.h"
 #include "model/state_dict.h"
 #include "model/yolo_model.h"
+#include "optim/musgd_census.h"
 #include "optim/param_roles.h"
 
 namespace detrain::cli {
@@ -69,7 +70,7 @@ int run_model(const ModelArgs& args) {
   if (args.nc >= 0) options.nc = args.nc;
   if (args.imgsz <= 0)
     throw ConfigError("--imgsz must be positive, got " + std::to_string(args.imgsz));
-  apply_runtime(resolved.experiment.runtime);
+  compat::apply_runtime(resolved.experiment.runtime);
   torch::NoGradGuard no_grad;  // nothing here trains
 
   model::BuildOptions build;
@@ -125,9 +126,9 @@ int run_model(const ModelArgs& args) {
                    {"gflops_graph", net->fused() ? "inference" : "training"}};
   out["outputs"] = output_shapes(*net, anchors);
 
-  model::Census census;
+  optim::Census census;
   if (args.census) {
-    census = model::census(net->param_infos());
+    census = optim::census(net->param_infos());
     nlohmann::ordered_json c = {{"tensors", census.tensors},
                                 {"matrices", census.matrices},
                                 {"frozen_matrices", census.frozen_matrices},

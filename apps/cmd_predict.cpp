@@ -4,7 +4,7 @@
 
 #include "commands.h"
 #include "common/errors.h"
-#include "common/runtime.h"
+#include "compat/runtime.h"
 #include "data/dataset.h"
 #include "train/inference_model.h"
 #include "train/predict.h"
@@ -35,7 +35,7 @@ int run_predict(const PredictArgs& args) {
   const config::ResolvedConfig given = config::resolve(args.config.config_file, {});
   train::InferenceModel m = train::load_inference_model(args.weights, given, overrides);
   const config::Experiment& x = m.config.experiment;
-  apply_runtime(x.runtime);
+  compat::apply_runtime(x.runtime);
   // Class names from the data set when its descriptor is at hand.
   std::optional<data::DatasetInfo> dataset;
   try {

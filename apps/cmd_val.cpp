@@ -7,7 +7,7 @@
 #include "commands.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
-#include "common/runtime.h"
+#include "compat/runtime.h"
 #include "compat/torch_compat.h"
 #include "data/dataset.h"
 #include "eval/predictions_json.h"
@@ -34,7 +34,7 @@ int run_val(const ValArgs& args) {
   const config::ResolvedConfig given = config::resolve(args.config.config_file, {});
   train::InferenceModel m = train::load_inference_model(args.weights, given, overrides);
   const config::Experiment& x = m.config.experiment;
-  apply_runtime(x.runtime);
+  compat::apply_runtime(x.runtime);
   const torch::Device device = compat::parse_device(x.runtime.device);
   m.model->to(device);
   const data::DatasetInfo dataset = data::load_dataset(x.data.dataset, x.data.root);
@@ -59,13 +59,13 @@ int run_val(const ValArgs& args) {
     ensure_writable_dir(plots_dir);
     plots.emplace(dataset, validation.records(), plots_dir, x.train.plot_batches);
   }
-  auto observer = [&](int64_t index, const eval::ValBatch& b,
-                      const std::vector<eval::ImageDetections>& dets) {
+  auto observer = [&](int64_t index, const infer::ValBatch& b,
+                      const std::vector<infer::ImageDetections>& dets) {
     if (plots) plots->add(index, b, dets);
   };
-  const eval::ValidationResult r = validation.run(*m.model, observer);
+  const infer::ValidationResult r = validation.run(*m.model, observer);
   if (plots) plots->save();
-  std::cout << eval::stats_table(r);
+  std::cout << infer::stats_table(r);
   std::cout << "bbox:\n";
   for (const auto& line : r.box.summary_lines()) std::cout << line << "\n";
   if (r.keypoints) {

@@ -12,7 +12,7 @@
 #include "common/log.h"
 #include "common/malloc_tuning.h"
 #include "common/openmp_wait.h"
-#include "common/runtime.h"
+#include "compat/runtime.h"
 #include "usage_hints.h"
 
 namespace {
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   bool quiet = false;
   app.add_flag("--verbose,-v", verbose, "more log output (debug level)");
   app.add_flag("--quiet,-q", quiet, "warnings and errors only");
-  app.set_version_flag("--version", [] { return version_report(); });
+  app.set_version_flag("--version", [] { return compat::version_report(); });
 
   std::vector<cli::Command> commands;
   commands.push_back(cli::add_config_command(app));

@@ -1,28 +1,14 @@
-// Process-wide runtime settings applied once at start: LibTorch intra-op threads (set from the
-// config, never LibTorch's version-dependent default), OpenCV's thread pool (off: loader workers
-// are our own threads), the global seed and deterministic-kernel preferences. Reported in --version
-// and at start.
+// Forwarding header: the runtime setup moved to compat/runtime.h (namespace detrain::compat),
+// because it drives LibTorch and reads config::RuntimeOptions, neither of which common/ may
+// use. Kept only while the trainer split is in flight, for files that still include this path;
+// include compat/runtime.h and write compat::apply_runtime instead, then delete this file. The
+// layering test counts an include of this file as an edge to compat and lists who still uses it.
 #pragma once
 
-#include <string>
-
-#include "config/runtime_options.h"
+#include "compat/runtime.h"
 
 namespace detrain {
-
-struct RuntimeInfo {
-  int torch_threads = 0;
-  int opencv_threads = 0;
-  int cores = 0;
-  int64_t seed = 0;
-  std::string device;
-  std::string summary() const;  // one line for logs
-};
-
-RuntimeInfo apply_runtime(const config::RuntimeOptions& options);
-
-// Multi-line description for `detrain --version`: version, git describe, LibTorch version,
-// CUDA availability, threads, BLAS and OpenCV build facts.
-std::string version_report();
-
+using compat::apply_runtime;
+using compat::RuntimeInfo;
+using compat::version_report;
 }  // namespace detrain

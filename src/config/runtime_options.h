@@ -1,4 +1,4 @@
-// `runtime.*`: device, threads and seed, applied once at start (src/common/runtime).
+// `runtime.*`: device, threads and seed, applied once at start (src/compat/runtime).
 #pragma once
 
 #include "config/field.h"

@@ -10,14 +10,12 @@
 #include <unordered_map>
 
 #include "common/errors.h"
-#include "eval/coco_json_cursor.h"
+#include "common/json_cursor.h"
 
 namespace detrain::data {
 namespace fs = std::filesystem;
 
 namespace {
-
-using eval::JsonCursor;
 
 constexpr size_t kMissingExamples = 5;
 
@@ -38,11 +36,11 @@ struct RawAnnotation {
 };
 
 double read_number(JsonCursor& c, const std::string& where, const char* field) {
-  return eval::read_number(c, [&] { return where + " '" + field + "'"; });
+  return detrain::read_number(c, [&] { return where + " '" + field + "'"; });
 }
 
 int64_t read_integer(JsonCursor& c, const std::string& where, const char* field) {
-  return eval::read_integer(c, field, [&] { return where + " '" + field + "'"; });
+  return detrain::read_integer(c, field, [&] { return where + " '" + field + "'"; });
 }
 
 std::string image_where(size_t i) { return "images[" + std::to_string(i) + "]"; }
@@ -256,7 +254,7 @@ Records build_records(const std::vector<RawImage>& images,
   return result;
 }
 
-Records parse_input(eval::JsonInput input, const std::string& source, const DatasetInfo& info,
+Records parse_input(JsonInput input, const std::string& source, const DatasetInfo& info,
                     const SplitFiles& files, const RecordOptions& options) {
   JsonCursor c(input, source);
   if (c.peek() != '{')
@@ -299,7 +297,7 @@ Records load_records(const DatasetInfo& info, const std::string& split,
     throw DataError("annotation file '" + files.annotations + "' of " + info.yaml_path + " (" +
                     split +
                     ") not found; check the descriptor's path (or DETRAIN_DATA / data.root)");
-  return parse_input(eval::JsonFile(files.annotations), files.annotations, info, files, options);
+  return parse_input(JsonFile(files.annotations), files.annotations, info, files, options);
 }
 
 Records parse_records(const std::string& json_text, const std::string& source,

@@ -84,7 +84,7 @@ Batch collate(const std::vector<Sample>& samples, bool pin_memory) {
         dst[2] = src[2];
       }
     }
-    eval::ImageFrame frame;
+    geometry::ImageFrame frame;
     frame.image_id = s.image_id;
     frame.orig_width = s.orig_width;
     frame.orig_height = s.orig_height;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "data/sample.h"
-#include "eval/postprocess.h"
+#include "geometry/image_frame.h"
 
 namespace detrain::data {
 
@@ -20,10 +20,10 @@ struct Batch {
   torch::Tensor cls;          // [N] int64 contiguous class index
   torch::Tensor boxes_xywhn;  // [N, 4] float cx, cy, w, h normalised by W, H
   torch::Tensor keypoints;    // [N, K, 3] float x / W, y / H, visibility; undefined for detect
-  std::vector<eval::ImageFrame> frames;  // [B] image id, original size, ratio, pad
-  std::vector<std::string> files;        // [B]
-  int64_t index = 0;                     // batch index within the epoch
-  double data_wait_ms = 0;               // how long next() waited for this batch
+  std::vector<geometry::ImageFrame> frames;  // [B] image id, original size, ratio, pad
+  std::vector<std::string> files;            // [B]
+  int64_t index = 0;                         // batch index within the epoch
+  double data_wait_ms = 0;                   // how long next() waited for this batch
 
   int64_t size() const { return images.defined() ? images.size(0) : 0; }
   // Copies the tensors to `device` (non-blocking from pinned memory on CUDA).

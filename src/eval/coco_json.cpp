@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "common/errors.h"
-#include "eval/coco_json_cursor.h"
+#include "common/json_cursor.h"
 #include "eval/coco_parallel.h"
 
 namespace detrain::eval {
@@ -37,7 +37,7 @@ struct Where {
 double read_number(JsonCursor& cursor, const Where& where, const char* field) {
   cursor.peek();  // past whitespace: `at` is where the number starts
   const size_t at = cursor.offset();
-  const double value = eval::read_number(cursor, [&] { return where.field(field); });
+  const double value = detrain::read_number(cursor, [&] { return where.field(field); });
   if (!std::isfinite(value))
     cursor.fail_content(where.field(field) + " overflows a double (" +
                             std::string(value > 0 ? "+" : "-") + "inf); write a finite number",

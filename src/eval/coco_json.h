@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "eval/coco_json_cursor.h"
+#include "common/json_cursor.h"
 #include "eval/coco_types.h"
 
 namespace detrain::eval {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/postprocess.h"
+#include "eval/coco_record.h"
 
 namespace detrain::eval {
 

@@ -71,8 +71,8 @@ void save_train_batch_plot(const data::Batch& batch, const data::DatasetInfo& da
   write_file_atomic(path, std::string(jpeg.begin(), jpeg.end()));
 }
 
-void save_val_prediction_plot(const eval::ValBatch& batch,
-                              const std::vector<eval::ImageDetections>& detections,
+void save_val_prediction_plot(const infer::ValBatch& batch,
+                              const std::vector<infer::ImageDetections>& detections,
                               const data::DatasetInfo& dataset,
                               const std::vector<std::string>& titles, const std::string& path) {
   std::vector<PlotImage> tiles(detections.size());
@@ -99,7 +99,7 @@ void save_val_prediction_plot(const eval::ValBatch& batch,
   save_batch_mosaic(tiles, style_of(dataset), path);
 }
 
-void save_val_labels_plot(const eval::ValBatch& batch,
+void save_val_labels_plot(const infer::ValBatch& batch,
                           const std::vector<const data::ImageRecord*>& records,
                           const data::DatasetInfo& dataset, const std::string& path) {
   std::vector<PlotImage> tiles(batch.frames.size());
@@ -109,7 +109,7 @@ void save_val_labels_plot(const eval::ValBatch& batch,
     const data::ImageRecord* r = i < records.size() ? records[i] : nullptr;
     if (!r) continue;
     t.title = r->file.substr(r->file.find_last_of('/') + 1);
-    const eval::ImageFrame& f = batch.frames[i];
+    const geometry::ImageFrame& f = batch.frames[i];
     auto x = [&](float v) { return static_cast<float>(v * f.ratio_x + f.pad_left); };
     auto y = [&](float v) { return static_cast<float>(v * f.ratio_y + f.pad_top); };
     for (size_t n = 0; n < r->boxes_xyxy_px.size(); ++n) {

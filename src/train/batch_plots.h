@@ -9,8 +9,8 @@
 #include "data/coco_records.h"
 #include "data/dataset.h"
 #include "data/loader.h"
-#include "eval/postprocess.h"
-#include "eval/validate.h"
+#include "infer/postprocess.h"
+#include "infer/validate.h"
 
 namespace detrain::train {
 
@@ -24,14 +24,14 @@ void save_train_batch_plot(const data::Batch& batch, const data::DatasetInfo& da
 
 // A validation batch with its detections (network-input pixels), written as a mosaic whose
 // tiles are titled by `titles` (file names).
-void save_val_prediction_plot(const eval::ValBatch& batch,
-                              const std::vector<eval::ImageDetections>& detections,
+void save_val_prediction_plot(const infer::ValBatch& batch,
+                              const std::vector<infer::ImageDetections>& detections,
                               const data::DatasetInfo& dataset,
                               const std::vector<std::string>& titles, const std::string& path);
 
 // The same batch with its ground truth (`records[i]` for image i, original pixels, mapped
 // through the letterbox), for val_batch{i}_labels.jpg beside the predictions.
-void save_val_labels_plot(const eval::ValBatch& batch,
+void save_val_labels_plot(const infer::ValBatch& batch,
                           const std::vector<const data::ImageRecord*>& records,
                           const data::DatasetInfo& dataset, const std::string& path);
 

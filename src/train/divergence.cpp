@@ -14,7 +14,7 @@ std::optional<std::string> loss_problem(double total_loss, int64_t targets) {
   return std::nullopt;
 }
 
-bool validation_finite(const eval::ValidationResult& result) {
+bool validation_finite(const infer::ValidationResult& result) {
   for (double loss : result.losses)
     if (!std::isfinite(loss)) return false;
   return !std::isnan(result.fitness());

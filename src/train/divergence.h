@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "eval/validate.h"
+#include "infer/validate.h"
 #include "train/checkpoint.h"
 
 namespace detrain::train {
@@ -20,7 +20,7 @@ namespace detrain::train {
 std::optional<std::string> loss_problem(double total_loss, int64_t targets);
 
 // False when a validation's losses or fitness are NaN or infinite.
-bool validation_finite(const eval::ValidationResult& result);
+bool validation_finite(const infer::ValidationResult& result);
 
 // Counts rollbacks and keeps the learning-rate factor they leave behind.
 class DivergencePolicy {

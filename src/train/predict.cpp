@@ -15,9 +15,9 @@
 #include "data/coco_records.h"
 #include "data/decode.h"
 #include "data/loader.h"
-#include "eval/postprocess.h"
 #include "eval/predictions_json.h"
-#include "eval/validate.h"
+#include "infer/postprocess.h"
+#include "infer/validate.h"
 #include "train/plots.h"
 #include "train/precision.h"
 #include "train/predict_sources.h"
@@ -30,7 +30,7 @@ namespace {
 
 // YOLO txt: one "class cx cy w h" line per detection, normalised to the image size; pose
 // models add "x y score" per keypoint.
-std::string yolo_txt(const eval::ImageDetections& d, int64_t width, int64_t height) {
+std::string yolo_txt(const infer::ImageDetections& d, int64_t width, int64_t height) {
   std::string text;
   if (d.size() == 0) return text;
   const torch::Tensor b = d.boxes_xyxy.to(torch::kFloat).contiguous();  // [N, 4]
@@ -112,7 +112,7 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
   const torch::Device device = compat::parse_device(x.runtime.device);
   const bool bf16 =
       effective_precision(parse_precision(x.train.precision), device) == Precision::kBf16;
-  const eval::NmsOptions nms = eval::nms_options(x.val, /*predict=*/true);
+  const infer::NmsOptions nms = infer::nms_options(x.val, /*predict=*/true);
   MosaicStyle style;
   style.names = info.names;
   style.kpt_count = static_cast<int>(info.kpt_count);
@@ -130,13 +130,13 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
     const Stopwatch batch_clock;
     std::optional<data::Batch> batch = loader.next();
     if (!batch) break;
-    const std::vector<eval::ImageDetections> dets =
-        eval::detect_batch(model, batch->images, nms, bf16, device);
+    const std::vector<infer::ImageDetections> dets =
+        infer::detect_batch(model, batch->images, nms, bf16, device);
     const double ms_per_image = batch_clock.millis() / std::max<size_t>(1, dets.size());
     for (size_t i = 0; i < dets.size(); ++i) {
-      const eval::ImageFrame& frame = batch->frames[i];
-      const eval::ImageDetections original = eval::to_original_pixels(dets[i], frame);
-      for (auto& r : eval::to_coco_records(original, frame.image_id, info.coco_ids))
+      const geometry::ImageFrame& frame = batch->frames[i];
+      const infer::ImageDetections original = infer::to_original_pixels(dets[i], frame);
+      for (auto& r : infer::to_coco_records(original, frame.image_id, info.coco_ids))
         results.push_back(std::move(r));
       summary.detections += original.size();
 

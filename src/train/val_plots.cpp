@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <numeric>
 
-#include "eval/postprocess.h"
+#include "infer/postprocess.h"
 #include "train/batch_plots.h"
 
 namespace detrain::train {
@@ -66,7 +66,7 @@ Instances truths_of(const data::ImageRecord& r) {
   return t;
 }
 
-Instances detections_of(const eval::ImageDetections& d) {
+Instances detections_of(const infer::ImageDetections& d) {
   Instances out;
   if (d.size() == 0) return out;
   const torch::Tensor b = d.boxes_xyxy.to(torch::kDouble).contiguous();  // [N, 4]
@@ -193,8 +193,8 @@ ValPlots::ValPlots(const data::DatasetInfo& dataset, const std::vector<data::Ima
   for (const auto& r : records) by_id_[r.image_id] = &r;
 }
 
-void ValPlots::add(int64_t batch_index, const eval::ValBatch& batch,
-                   const std::vector<eval::ImageDetections>& detections) {
+void ValPlots::add(int64_t batch_index, const infer::ValBatch& batch,
+                   const std::vector<infer::ImageDetections>& detections) {
   std::vector<const data::ImageRecord*> batch_records;
   std::vector<std::string> titles;
   const size_t bg = static_cast<size_t>(nc_);
@@ -205,7 +205,7 @@ void ValPlots::add(int64_t batch_index, const eval::ValBatch& batch,
     titles.push_back(record ? fs::path(record->file).filename().string() : "");
     if (!record) continue;
     const Instances gt = truths_of(*record);
-    const Instances det = detections_of(eval::to_original_pixels(detections[i], batch.frames[i]));
+    const Instances det = detections_of(infer::to_original_pixels(detections[i], batch.frames[i]));
     for (int c : gt.classes)
       if (c >= 0 && c < nc_) ++truths_per_class_[static_cast<size_t>(c)];
 

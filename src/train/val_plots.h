@@ -11,7 +11,7 @@
 
 #include "data/coco_records.h"
 #include "data/dataset.h"
-#include "eval/validate.h"
+#include "infer/validate.h"
 #include "train/plots_charts.h"
 
 namespace detrain::train {
@@ -39,8 +39,8 @@ class ValPlots {
            std::string dir, int64_t plot_batches);
 
   // The validation observer's body: one batch (network-input pixels) and its detections.
-  void add(int64_t batch_index, const eval::ValBatch& batch,
-           const std::vector<eval::ImageDetections>& detections);
+  void add(int64_t batch_index, const infer::ValBatch& batch,
+           const std::vector<infer::ImageDetections>& detections);
 
   // Writes the confusion matrices and curves (the batch images are written by add).
   void save() const;

@@ -23,26 +23,26 @@ ValidationRun::ValidationRun(const config::Experiment& x, const data::DatasetInf
   loader_ = std::make_unique<data::Loader>(dataset, records_, x.augment, lo);
 
   gt_ = eval::load_ground_truth_json(dataset.split(split).annotations);
-  eval::ValidationOptions vo;
-  vo.nms = eval::nms_options(x.val);
+  infer::ValidationOptions vo;
+  vo.nms = infer::nms_options(x.val);
   vo.coco_ids = dataset.coco_ids;
   vo.keypoints = model.head()->options().pose() ? model.arch().kpt_shape[0] : 0;
   vo.oks_sigmas = dataset.oks_sigmas;
   for (const auto& r : records_) vo.image_ids.push_back(r.image_id);
   vo.bf16 = bf16;
   vo.device = device;
-  validator_ = std::make_unique<eval::Validator>(gt_, vo.keypoints ? &gt_ : nullptr, vo);
+  validator_ = std::make_unique<infer::Validator>(gt_, vo.keypoints ? &gt_ : nullptr, vo);
 }
 
-eval::ValidationResult ValidationRun::run(model::YoloModelImpl& model,
-                                          const eval::BatchObserver& observer,
-                                          const loss::Criterion* criterion) {
+infer::ValidationResult ValidationRun::run(model::YoloModelImpl& model,
+                                           const infer::BatchObserver& observer,
+                                           const loss::Criterion* criterion) {
   loader_->start_epoch(0, 0);
   std::optional<data::Batch> current;  // the batch whose outputs the raw observer sees
   torch::Tensor loss_sum;              // [n] float64 sum of the batches' items
   int64_t loss_batches = 0;
   double loss_s = 0;
-  eval::RawOutputObserver on_raw;
+  infer::RawOutputObserver on_raw;
   if (criterion)
     on_raw = [&](int64_t, const model::TrainOutput& raw, std::array<int64_t, 2> imgsz_hw) {
       Stopwatch clock;
@@ -52,12 +52,12 @@ eval::ValidationResult ValidationRun::run(model::YoloModelImpl& model,
       ++loss_batches;
       loss_s += clock.seconds();
     };
-  eval::ValidationResult result = validator_->run(
+  infer::ValidationResult result = validator_->run(
       model,
-      [&]() -> std::optional<eval::ValBatch> {
+      [&]() -> std::optional<infer::ValBatch> {
         current = loader_->next();
         if (!current) return std::nullopt;
-        return eval::ValBatch{current->images, current->frames};
+        return infer::ValBatch{current->images, current->frames};
       },
       observer, on_raw);
   for (int64_t i = 0; loss_batches > 0 && i < loss_sum.size(0); ++i)

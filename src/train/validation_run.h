@@ -13,7 +13,7 @@
 #include "data/coco_records.h"
 #include "data/dataset.h"
 #include "data/loader.h"
-#include "eval/validate.h"
+#include "infer/validate.h"
 
 namespace detrain::model {
 class YoloModelImpl;
@@ -37,8 +37,9 @@ class ValidationRun {
 
   // One pass over the split. With `criterion`, the result's `losses` hold its items (in its
   // names() order) averaged over the batches.
-  eval::ValidationResult run(model::YoloModelImpl& model, const eval::BatchObserver& observer = {},
-                             const loss::Criterion* criterion = nullptr);
+  infer::ValidationResult run(model::YoloModelImpl& model,
+                              const infer::BatchObserver& observer = {},
+                              const loss::Criterion* criterion = nullptr);
 
   int64_t images() const { return static_cast<int64_t>(records_.size()); }
   // The split's images with their ground truth (the plots match detections against them).
@@ -48,7 +49,7 @@ class ValidationRun {
   std::vector<data::ImageRecord> records_;
   std::unique_ptr<data::Loader> loader_;
   eval::CocoGroundTruth gt_;
-  std::unique_ptr<eval::Validator> validator_;
+  std::unique_ptr<infer::Validator> validator_;
   torch::Device device_;
 };
 

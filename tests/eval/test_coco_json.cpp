@@ -6,14 +6,14 @@
 #include <cstring>
 
 #include "common/errors.h"
+#include "common/json_cursor.h"
 #include "common/rng.h"
 #include "eval/coco_json.h"
-#include "eval/coco_json_cursor.h"
 #include "test_support.h"
 
 using detrain::DataError;
+using detrain::JsonCursor;
 using detrain::eval::IouType;
-using detrain::eval::JsonCursor;
 
 namespace {
 

@@ -8,6 +8,7 @@
 #include "model/census.h"
 #include "model/state_dict.h"
 #include "model/yolo_model.h"
+#include "optim/musgd_census.h"
 #include "optim/param_roles.h"
 #include "test_support.h"
 
@@ -62,7 +63,7 @@ void check_census(const CensusRow& row) {
   const auto totals = model_totals(*model);
   CHECK(totals.parameters == row.params);
   CHECK(totals.tensors == row.tensors);
-  const auto c = census(model->param_infos());
+  const auto c = optim::census(model->param_infos());
   CHECK(c.tensors == row.tensors);
   CHECK(c.matrices == row.matrices);
   CHECK(c.frozen_matrices == row.frozen);
@@ -114,18 +115,18 @@ TEST_CASE("pose models with nc 80 match the published parameter counts", "[unit]
       CHECK(model_totals(*build(arch, scales[i], 80)).parameters == params[i]);
     }
   }
-  const auto c26 = census(build("models/yolo26-pose.yaml", "n", 80)->param_infos());
+  const auto c26 = optim::census(build("models/yolo26-pose.yaml", "n", 80)->param_infos());
   CHECK(c26.matrices == 186);
   CHECK(c26.distinct_shapes == 50);
   CHECK(c26.keys == 51);
-  const auto c11 = census(build("models/yolo11-pose.yaml", "n", 80)->param_infos());
+  const auto c11 = optim::census(build("models/yolo11-pose.yaml", "n", 80)->param_infos());
   CHECK(c11.matrices == 96);
   CHECK(c11.distinct_shapes == 42);
   CHECK(c11.keys == 43);
 }
 
 TEST_CASE("yolo26n census groups and largest buckets", "[unit][model]") {
-  const auto c = census(build("models/yolo26.yaml", "n")->param_infos());
+  const auto c = optim::census(build("models/yolo26.yaml", "n")->param_infos());
   // reference-yolo.md 2.4 (log line) and golden README 5: 114 BN weights (24 + 90), 126 biases
   // (30 + 96), 126 Muon matrices (30 cls-tower + 96).
   CHECK(c.groups[0].tensors == 0);

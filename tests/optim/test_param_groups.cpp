@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "common/errors.h"
-#include "model/census.h"
 #include "model/safetensors.h"
 #include "model/yolo_model.h"
 #include "optim/musgd.h"
+#include "optim/musgd_census.h"
 #include "optim/optimizer_factory.h"
 #include "optim/param_groups.h"
 #include "test_support.h"
@@ -72,7 +72,7 @@ TEST_CASE("yolo26n groups equal the reference's group_assignment", "[parity][par
 
 TEST_CASE("MuSGD's buckets on yolo26n match the model census", "[unit][param_groups]") {
   const auto infos = test::yolo26n_params();
-  const auto census = model::census(infos);
+  const auto census = optim::census(infos);
   const auto opt = build_optimizer(infos, musgd_options(), {});
   const auto* musgd = dynamic_cast<const MuSGD*>(opt.get());
   REQUIRE(musgd);

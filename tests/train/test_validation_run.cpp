@@ -82,7 +82,7 @@ Setup make_setup(const std::string& dataset_yaml, const std::string& arch) {
 void check_matches_direct(Setup& s) {
   const config::Experiment& x = s.resolved.experiment;
   train::ValidationRun run(x, s.dataset, "val", *s.model, torch::kCPU, /*bf16=*/false);
-  const eval::ValidationResult r = run.run(*s.model, {}, s.criterion.get());
+  const infer::ValidationResult r = run.run(*s.model, {}, s.criterion.get());
   const std::vector<double> direct = direct_val_losses(x, s.dataset, *s.model, *s.criterion);
   REQUIRE(r.losses.size() == s.criterion->names().size());
   for (size_t i = 0; i < r.losses.size(); ++i) {
@@ -111,7 +111,7 @@ TEST_CASE("validation losses of a pose model match direct calls and have RLE 0",
   Setup s = make_setup(synth.pose_yaml, "models/yolo26-pose.yaml");
   check_matches_direct(s);
   train::ValidationRun run(s.resolved.experiment, s.dataset, "val", *s.model, torch::kCPU, false);
-  const eval::ValidationResult r = run.run(*s.model, {}, s.criterion.get());
+  const infer::ValidationResult r = run.run(*s.model, {}, s.criterion.get());
   const auto& names = s.criterion->names();
   const auto rle = std::find(names.begin(), names.end(), "rle");
   REQUIRE(rle != names.end());

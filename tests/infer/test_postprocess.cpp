@@ -6,12 +6,14 @@
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
-#include "eval/postprocess.h"
 #include "eval/predictions_json.h"
+#include "infer/postprocess.h"
 #include "test_support.h"
 
 using namespace detrain;
 using namespace detrain::eval;
+using namespace detrain::infer;
+using detrain::geometry::ImageFrame;
 
 namespace {
 

@@ -1,7 +1,7 @@
-// JSON tokenizer for the COCO loaders; see coco_json_cursor.h. Numbers take Clinger's exact fast
+// JSON tokenizer for the COCO loaders; see json_cursor.h. Numbers take Clinger's exact fast
 // path (mantissa <= 2^53, |exponent| <= 22: one correctly rounded multiply or divide) and fall back
 // to std::from_chars, which libstdc++ 12 implements with correct rounding.
-#include "eval/coco_json_cursor.h"
+#include "common/json_cursor.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -17,7 +17,7 @@
 
 #include "common/errors.h"
 
-namespace detrain::eval {
+namespace detrain {
 
 namespace {
 
@@ -440,4 +440,4 @@ void JsonCursor::skip_value_at(int depth) {
   }
 }
 
-}  // namespace detrain::eval
+}  // namespace detrain

@@ -1,5 +1,5 @@
 // Runtime setup; see runtime.h.
-#include "common/runtime.h"
+#include "compat/runtime.h"
 
 #include <torch/torch.h>
 
@@ -10,7 +10,7 @@
 #include "common/version.h"
 #include "compat/torch_compat.h"
 
-namespace detrain {
+namespace detrain::compat {
 
 std::string RuntimeInfo::summary() const {
   std::ostringstream out;
@@ -23,7 +23,7 @@ RuntimeInfo apply_runtime(const config::RuntimeOptions& options) {
   RuntimeInfo info;
   info.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   info.torch_threads = options.threads > 0 ? static_cast<int>(options.threads) : info.cores;
-  compat::set_num_threads(info.torch_threads);
+  set_num_threads(info.torch_threads);
   // Our loader runs its own worker threads; OpenCV's pool would oversubscribe the cores.
   cv::setNumThreads(0);
   info.opencv_threads = cv::getNumThreads();
@@ -38,9 +38,9 @@ std::string version_report() {
   std::ostringstream out;
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   out << "detrain " << version_string() << " (" << git_describe() << ")\n";
-  out << "LibTorch " << compat::torch_version() << ", CUDA: " << compat::cuda_status() << "\n";
+  out << "LibTorch " << torch_version() << ", CUDA: " << cuda_status() << "\n";
   out << "OpenCV " << CV_VERSION << ", " << cores << " core(s); runtime.threads=0 uses all of them";
   return out.str();
 }
 
-}  // namespace detrain
+}  // namespace detrain::compat

@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "config/val_options.h"
+#include "eval/coco_record.h"
+#include "geometry/image_frame.h"
 
-namespace detrain::eval {
+namespace detrain::infer {
 
 // Detections of one image. Pixels of the network input until mapped with to_original_pixels.
 struct ImageDetections {
@@ -56,44 +58,15 @@ std::vector<int64_t> greedy_nms(const torch::Tensor& boxes_xyxy, const std::vect
 std::vector<ImageDetections> end2end_postprocess(const torch::Tensor& detections, double conf,
                                                  int64_t max_det);
 
-// How an image was placed in the network input: original = (input_px - pad) / ratio per axis
-// (the data pipeline's ImageMeta).
-struct ImageFrame {
-  int64_t image_id = -1;
-  int64_t orig_width = 0;
-  int64_t orig_height = 0;
-  double ratio_x = 1.0;  // input pixels per original pixel
-  double ratio_y = 1.0;
-  double pad_left = 0;
-  double pad_top = 0;
-};
-
 // Undoes the letterbox: subtract pad, divide by ratio, clip boxes and keypoint x/y to
 // [0, width] x [0, height]. Returns new tensors on the CPU.
-ImageDetections to_original_pixels(const ImageDetections& detections, const ImageFrame& frame);
-
-// One COCO results record.
-struct CocoRecord {
-  int64_t image_id = 0;
-  int64_t category_id = 0;
-  std::array<double, 4> bbox{};  // x, y (top-left), width, height in original pixels
-  double score = 0;
-  std::vector<double> keypoints;  // [K * 3] x, y, visibility score; empty without keypoints
-};
-
-// Decimal places written to results (the reference rounds boxes to 3, scores to 5); -1 keeps
-// full precision. Rounding happens in the records, so in-memory evaluation and evaluation of
-// the written file see the same numbers.
-struct RecordRounding {
-  int box_decimals = 3;
-  int score_decimals = 5;
-  int keypoint_decimals = 3;
-};
+ImageDetections to_original_pixels(const ImageDetections& detections,
+                                   const geometry::ImageFrame& frame);
 
 // Records of one image's detections (in original pixels). `coco_ids` maps a contiguous class
 // index to its COCO category id; throws DataError for a class outside the map.
-std::vector<CocoRecord> to_coco_records(const ImageDetections& detections, int64_t image_id,
-                                        const std::vector<int64_t>& coco_ids,
-                                        const RecordRounding& rounding = {});
+std::vector<eval::CocoRecord> to_coco_records(const ImageDetections& detections, int64_t image_id,
+                                              const std::vector<int64_t>& coco_ids,
+                                              const eval::RecordRounding& rounding = {});
 
-}  // namespace detrain::eval
+}  // namespace detrain::infer

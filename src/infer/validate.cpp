@@ -1,5 +1,5 @@
 // Validation loop: batches -> model -> postprocess -> COCO records -> evaluator. See validate.h.
-#include "eval/validate.h"
+#include "infer/validate.h"
 
 #include <spdlog/fmt/fmt.h>
 
@@ -8,7 +8,17 @@
 #include "compat/torch_compat.h"
 #include "model/yolo_model.h"
 
-namespace detrain::eval {
+namespace detrain::infer {
+
+using eval::BoxXywh;
+using eval::CocoDetections;
+using eval::CocoEvalOptions;
+using eval::CocoEvalResult;
+using eval::CocoEvaluator;
+using eval::CocoGroundTruth;
+using eval::CocoParams;
+using eval::CocoRecord;
+using eval::IouType;
 
 namespace {
 
@@ -80,7 +90,7 @@ ValidationResult Validator::run(model::YoloModelImpl& model,
                 batch->frames.size(), " frames gave ", per_image.size(), " detection sets");
     if (observer) observer(batch_index, *batch, per_image);
     for (size_t i = 0; i < per_image.size(); ++i) {
-      const ImageFrame& frame = batch->frames[i];
+      const geometry::ImageFrame& frame = batch->frames[i];
       const ImageDetections original = to_original_pixels(per_image[i], frame);
       for (CocoRecord& r : to_coco_records(original, frame.image_id, o.coco_ids, o.rounding)) {
         add_record(detections, r);
@@ -137,4 +147,4 @@ std::string stats_table(const ValidationResult& result) {
   return format_table(header, rows);
 }
 
-}  // namespace detrain::eval
+}  // namespace detrain::infer

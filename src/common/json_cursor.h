@@ -1,7 +1,9 @@
-// A validating pull parser for the COCO JSON files: walks a NUL-terminated buffer once, hands
-// numbers to the caller as correctly rounded doubles (an ulp off would break score ties) and
-// reports malformed input as DataError naming the source and byte offset. Strict RFC 8259 like
-// Python's json module, except that NaN/Infinity literals (a Python extension) are refused.
+// A validating pull parser for JSON (the COCO annotation and results files): walks a
+// NUL-terminated buffer once, hands numbers to the caller as correctly rounded doubles (an ulp
+// off would break score ties) and reports malformed input as DataError naming the source and
+// byte offset. In common/ because both the data loader and the evaluator read COCO files. Strict
+// RFC 8259 like Python's json module, except that NaN/Infinity literals (a Python extension) are
+// refused.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace detrain::eval {
+namespace detrain {
 
 // Bytes followed by a NUL, which the tokenizer reads as its end sentinel instead of checking
 // bounds in every loop: a std::string, a C string, or a JsonFile.
@@ -156,4 +158,4 @@ int64_t read_integer(JsonCursor& cursor, const char* field, Name&& name) {
   return cursor.integer(field);
 }
 
-}  // namespace detrain::eval
+}  // namespace detrain

@@ -1,6 +1,6 @@
 // Postprocessing of head outputs; see postprocess.h. The candidate filter runs where the
 // predictions are (GPU or CPU); rows, sorting and NMS run on the CPU over raw float memory.
-#include "eval/postprocess.h"
+#include "infer/postprocess.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,12 @@
 
 #include "common/errors.h"
 
-namespace detrain::eval {
+namespace detrain::infer {
+
+using eval::CocoRecord;
+using eval::RecordRounding;
+using geometry::ImageFrame;
+
 namespace {
 
 // One NMS candidate: an input row (anchor) with one class.
@@ -307,4 +312,4 @@ std::vector<CocoRecord> to_coco_records(const ImageDetections& det, int64_t imag
   return out;
 }
 
-}  // namespace detrain::eval
+}  // namespace detrain::infer

@@ -1,0 +1,28 @@
+// Process-wide runtime settings applied once at start: LibTorch intra-op threads (set from the
+// config, never LibTorch's version-dependent default), OpenCV's thread pool (off: loader workers
+// are our own threads), the global seed and deterministic-kernel preferences. Reported in --version
+// and at start. In compat because it sets LibTorch's process state through compat's wrappers.
+#pragma once
+
+#include <string>
+
+#include "config/runtime_options.h"
+
+namespace detrain::compat {
+
+struct RuntimeInfo {
+  int torch_threads = 0;
+  int opencv_threads = 0;
+  int cores = 0;
+  int64_t seed = 0;
+  std::string device;
+  std::string summary() const;  // one line for logs
+};
+
+RuntimeInfo apply_runtime(const config::RuntimeOptions& options);
+
+// Multi-line description for `detrain --version`: version, git describe, LibTorch version,
+// CUDA availability, threads, BLAS and OpenCV build facts.
+std::string version_report();
+
+}  // namespace detrain::compat

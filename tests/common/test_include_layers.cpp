@@ -1,0 +1,254 @@
+// Module layering, enforced: every `#include "module/..."` line under src/ and apps/ must be an
+// edge of the table below, the table must be a strict DAG (each module names only modules
+// above it, so no cycle can be allowed), and the modules promised LibTorch-free must not reach a
+// LibTorch header through any chain of project headers. The test prints the module graph it
+// found. docs/architecture.md describes the same table; change both together.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/paths.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Layer {
+  std::string module;
+  std::vector<std::string> uses;  // modules it may include, each listed above it
+};
+
+// Bottom to top. A module may include only the modules it lists (and itself).
+const std::vector<Layer>& layers() {
+  static const std::vector<Layer> table = {
+      {"common", {}},
+      {"config", {"common"}},
+      // LibTorch's version-dependent API and the process runtime (threads, seed) set from
+      // config::RuntimeOptions.
+      {"compat", {"common", "config"}},
+      {"geometry", {"common"}},
+      // The COCO evaluator and its JSON: plain C++, no LibTorch.
+      {"eval", {"common"}},
+      {"data", {"common", "compat", "config", "geometry"}},
+      {"model", {"common", "compat", "config", "geometry"}},
+      // Head output -> detections -> COCO records, and the validation loop over a model.
+      {"infer", {"common", "compat", "config", "geometry", "model", "eval"}},
+      {"loss", {"common", "compat", "config", "geometry", "model"}},
+      {"optim", {"common", "compat", "config", "model"}},
+      {"export", {"common", "compat", "config", "geometry", "model"}},
+      {"train",
+       {"common", "compat", "config", "geometry", "eval", "data", "model", "infer", "loss",
+        "optim"}},
+      {"apps",
+       {"common", "compat", "config", "geometry", "eval", "data", "model", "infer", "loss", "optim",
+        "export", "train"}},
+  };
+  return table;
+}
+
+// Modules whose code needs no tensors: none of their files may reach <torch/...>, <ATen/...> or
+// <c10/...>, directly or through project headers (the evaluator builds without LibTorch).
+const std::set<std::string> kTorchFree = {"config", "eval"};
+
+struct Include {
+  std::string file;  // relative to the source dir, e.g. "src/data/collate.h"
+  int line = 0;
+  std::string target;  // as written, e.g. "data/sample.h"
+};
+
+struct SourceFile {
+  std::string module;
+  std::vector<Include> includes;  // project includes ("...")
+  bool includes_torch = false;    // <torch/...>, <ATen/...> or <c10/...>
+  bool forwarding = false;        // a header kept only so old include paths still compile
+};
+
+// "src/eval/x.h" -> "eval", "apps/cmd_val.cpp" -> "apps".
+std::string module_of(const std::string& rel) {
+  if (rel.rfind("apps/", 0) == 0) return "apps";
+  const auto slash = rel.find('/', 4);
+  return rel.substr(4, slash - 4);
+}
+
+std::map<std::string, SourceFile> scan_sources(const std::string& root) {
+  static const std::regex quoted(R"(^\s*#\s*include\s*"([^"]+)\")");
+  static const std::regex torch(R"(^\s*#\s*include\s*<(torch|ATen|c10)/)");
+  std::map<std::string, SourceFile> files;
+  for (const char* top : {"src", "apps"}) {
+    for (const auto& entry : fs::recursive_directory_iterator(fs::path(root) / top)) {
+      const auto ext = entry.path().extension();
+      if (!entry.is_regular_file() || (ext != ".h" && ext != ".cpp")) continue;
+      const std::string rel = fs::relative(entry.path(), root).generic_string();
+      SourceFile& f = files[rel];
+      f.module = module_of(rel);
+      std::ifstream in(entry.path());
+      std::string text;
+      int number = 0;
+      for (std::string line; std::getline(in, line);) {
+        ++number;
+        // Forwarding headers say so on their first line (see the WARN below).
+        if (number == 1 && line.rfind("// Forwarding header", 0) == 0) f.forwarding = true;
+        std::smatch m;
+        if (std::regex_search(line, m, quoted)) f.includes.push_back({rel, number, m[1]});
+        if (std::regex_search(line, torch)) f.includes_torch = true;
+      }
+    }
+  }
+  return files;
+}
+
+// The file an include names: src/<target>, or beside the includer (apps' own headers).
+std::string resolve(const std::map<std::string, SourceFile>& files, const Include& inc) {
+  const std::string in_src = "src/" + inc.target;
+  if (files.count(in_src)) return in_src;
+  const std::string beside = (fs::path(inc.file).parent_path() / inc.target).generic_string();
+  if (files.count(beside)) return beside;
+  return "";
+}
+
+// The modules an include really reaches: a forwarding header stands for what it includes.
+void reached_modules(const std::map<std::string, SourceFile>& files, const std::string& path,
+                     std::set<std::string>& out, int depth = 0) {
+  const SourceFile& f = files.at(path);
+  if (!f.forwarding || depth > 8) {
+    out.insert(f.module);
+    return;
+  }
+  for (const auto& inc : f.includes) {
+    const std::string next = resolve(files, inc);
+    if (!next.empty()) reached_modules(files, next, out, depth + 1);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the layer table is a strict DAG", "[unit][layers]") {
+  std::set<std::string> below;
+  for (const auto& layer : layers()) {
+    for (const auto& use : layer.uses) {
+      INFO(layer.module << " uses " << use);
+      CHECK(below.count(use) == 1);  // listed above it: no cycle can be allowed
+    }
+    CHECK(below.insert(layer.module).second);
+  }
+}
+
+TEST_CASE("#include lines follow the module layers and form no cycle", "[unit][layers]") {
+  const std::string root = detrain::source_dir();
+  const auto files = scan_sources(root);
+  REQUIRE(files.size() > 100);  // the scan found the tree
+
+  std::map<std::string, std::set<std::string>> allowed;
+  for (const auto& layer : layers())
+    allowed[layer.module] = std::set<std::string>(layer.uses.begin(), layer.uses.end());
+
+  // module -> used module -> how many include lines.
+  std::map<std::string, std::map<std::string, int>> graph;
+  std::vector<std::string> violations, forwarding_uses;
+  for (const auto& [path, f] : files) {
+    INFO(path);
+    CHECK(allowed.count(f.module) == 1);  // a new module needs a row in the table
+    graph[f.module];
+    if (f.forwarding) continue;  // its edge is counted at each includer
+    for (const auto& inc : f.includes) {
+      const std::string target = resolve(files, inc);
+      if (target.empty()) {
+        violations.push_back(inc.file + ":" + std::to_string(inc.line) + ": \"" + inc.target +
+                             "\" is no file under src/ or beside the includer");
+        continue;
+      }
+      if (files.at(target).forwarding)
+        forwarding_uses.push_back(inc.file + ":" + std::to_string(inc.line) + " includes " +
+                                  target);
+      std::set<std::string> modules;
+      reached_modules(files, target, modules);
+      for (const auto& to : modules) {
+        if (to == f.module) continue;
+        ++graph[f.module][to];
+        if (!allowed.count(f.module) || !allowed[f.module].count(to))
+          violations.push_back(inc.file + ":" + std::to_string(inc.line) + ": " + f.module +
+                               " -> " + to + " (\"" + inc.target + "\") is not in the table");
+      }
+    }
+  }
+
+  std::ostringstream listing;
+  listing << "module graph (module: used modules with include counts; * allowed but unused)\n";
+  for (const auto& layer : layers()) {
+    listing << "  " << layer.module << ":";
+    for (const auto& [to, count] : graph[layer.module]) listing << " " << to << "(" << count << ")";
+    for (const auto& use : layer.uses)
+      if (!graph[layer.module].count(use)) listing << " *" << use;
+    listing << "\n";
+  }
+  std::cout << listing.str() << std::flush;  // stdout: Catch's WARN would wrap the lines
+  if (!forwarding_uses.empty()) {
+    std::string list;
+    for (const auto& u : forwarding_uses) list += "\n  " + u;
+    WARN("forwarding headers still included (move the includers to the new paths):" << list);
+  }
+  for (const auto& v : violations) FAIL_CHECK(v);
+
+  // Cycle check on the graph found (the table check above already rules cycles out; this names
+  // one if a table change ever lets one through).
+  std::map<std::string, int> state;  // 0 new, 1 on the stack, 2 done
+  std::vector<std::string> stack;
+  std::function<void(const std::string&)> visit = [&](const std::string& m) {
+    state[m] = 1;
+    stack.push_back(m);
+    for (const auto& [to, count] : graph[m]) {
+      if (state[to] == 1) {
+        std::string cycle;
+        for (auto it = std::find(stack.begin(), stack.end(), to); it != stack.end(); ++it)
+          cycle += *it + " -> ";
+        FAIL_CHECK("module cycle: " << cycle << to);
+      } else if (state[to] == 0) {
+        visit(to);
+      }
+    }
+    stack.pop_back();
+    state[m] = 2;
+  };
+  for (const auto& [m, edges] : graph)
+    if (state[m] == 0) visit(m);
+}
+
+TEST_CASE("LibTorch-free modules reach no LibTorch header", "[unit][layers]") {
+  const auto files = scan_sources(detrain::source_dir());
+  // Whether a file reaches a LibTorch header, memoised; `chain` names the path for the message.
+  std::map<std::string, std::string> reaches;  // path -> "" (no) or the chain to torch
+  std::set<std::string> in_progress;
+  std::function<std::string(const std::string&)> torch_chain = [&](const std::string& path) {
+    if (auto it = reaches.find(path); it != reaches.end()) return it->second;
+    if (!in_progress.insert(path).second) return std::string();  // header cycle: pragma once
+    const SourceFile& f = files.at(path);
+    std::string chain = f.includes_torch ? path + " -> <torch>" : "";
+    for (size_t i = 0; chain.empty() && i < f.includes.size(); ++i) {
+      const std::string next = resolve(files, f.includes[i]);
+      if (next.empty()) continue;
+      const std::string rest = torch_chain(next);
+      if (!rest.empty()) chain = path + ":" + std::to_string(f.includes[i].line) + " -> " + rest;
+    }
+    in_progress.erase(path);
+    return reaches[path] = chain;
+  };
+  int checked = 0;
+  for (const auto& [path, f] : files) {
+    // A forwarding header stands for its target's module (eval/validate.h is infer's).
+    if (!kTorchFree.count(f.module) || f.forwarding) continue;
+    ++checked;
+    const std::string chain = torch_chain(path);
+    INFO(chain);
+    CHECK(chain.empty());
+  }
+  CHECK(checked > 20);
+}
