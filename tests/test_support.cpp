@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <stdexcept>
 
 #include "common/paths.h"
 
@@ -35,11 +36,16 @@ std::optional<std::string> shared_data_or_skip(const std::string& sub) {
   return std::nullopt;
 }
 
-std::optional<std::string> golden_or_skip(const std::string& file) {
-  auto path = golden_file(file);
-  if (!path)
-    skip("golden fixture '" + file + "' not found (provide ../shared/golden or DETRAIN_SHARED)");
-  return path;
+std::string golden(const std::string& file) {
+  if (auto path = golden_file(file)) return *path;
+  const auto root = shared_root();
+  const std::string expected =
+      (fs::path(root ? *root : (fs::path(source_dir()).parent_path() / "shared").string()) /
+       "golden" / file)
+          .string();
+  throw std::runtime_error("golden fixture " + expected +
+                           " is missing; the parity tests need ../shared/golden (or "
+                           "DETRAIN_SHARED) and fail without it");
 }
 
 std::string detrain_binary() { return DETRAIN_BINARY; }

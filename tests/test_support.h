@@ -1,5 +1,5 @@
-// Helpers shared by tests: locating shared data (skipping visibly when absent), running the
-// detrain binary as a user would, and temporary directories.
+// Helpers shared by tests: locating shared data (skipping visibly when absent; the golden
+// fixtures fail instead), running the detrain binary as a user would, and temporary directories.
 #pragma once
 
 #include <optional>
@@ -12,8 +12,9 @@ namespace detrain::test {
 // returns nullopt and the test returns early.
 std::optional<std::string> shared_data_or_skip(const std::string& sub);
 
-// <shared>/golden/<file>, or skips (as above) when the golden fixtures are absent.
-std::optional<std::string> golden_or_skip(const std::string& file);
+// <shared>/golden/<file>. Throws std::runtime_error naming the missing path when it is absent:
+// the parity tests fail, never skip, without their fixtures (CI must not pass by skipping them).
+std::string golden(const std::string& file);
 
 // Ends the test as skipped (see above) with a visible reason. Returns only outside ctest.
 void skip(const std::string& reason);

@@ -8,6 +8,12 @@ namespace detrain::config {
 // The most classes a model may have (model.nc, a YAML's nc, a head's nc argument).
 constexpr int64_t kMaxClasses = 100000;
 
+// The coarsest total stride the model builder accepts. Row strides are 1, 2, 4 or 8 and upsample
+// factors must divide the stride, so every network's strides are powers of two up to this one:
+// data.imgsz is checked against it when the config resolves, before any architecture is read,
+// and then fits every model.
+constexpr int64_t kMaxStride = 32;
+
 struct ModelOptions {
   std::string arch = "models/yolo26.yaml";
   std::string scale = "n";

@@ -30,8 +30,8 @@ struct OptimOptions {
     v("muon_w", muon_w, "MuSGD weight of the Muon (orthogonalised) step", Constraint::range(0, 10));
     v("sgd_w", sgd_w, "MuSGD weight of the SGD step", Constraint::range(0, 10));
     v("bucketing", bucketing,
-      "MuSGD Newton-Schulz batching: exact (same-shape stacks), off (per parameter), padded",
-      Constraint::one_of({"exact", "off", "padded"}));
+      "MuSGD Newton-Schulz batching: exact (same-shape stacks) or off (per parameter)",
+      Constraint::one_of({"exact", "off"}));
     v("ns_dtype", ns_dtype, "Newton-Schulz compute dtype", Constraint::one_of({"bf16", "fp32"}));
     v("cls_lr_mult", cls_lr_mult, "learning-rate multiplier of the head's classification towers",
       Constraint::range(0, 100));

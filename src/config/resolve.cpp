@@ -12,6 +12,7 @@
 #include "common/strings.h"
 #include "config/config.h"
 #include "config/field_value.h"
+#include "config/model_options.h"
 
 namespace detrain::config {
 namespace fs = std::filesystem;
@@ -208,10 +209,10 @@ void validate(const Experiment& experiment, const std::map<std::string, std::str
       where = " (" + from->second + ")";
     throw ConfigError("config: " + key + " = '" + value + "'" + where + ": " + what);
   };
-  if (experiment.data.imgsz % 32 != 0)
+  if (experiment.data.imgsz % kMaxStride != 0)
     fail("data.imgsz", std::to_string(experiment.data.imgsz),
-         "must be a multiple of 32 (the largest stride), e.g. " +
-             std::to_string((experiment.data.imgsz + 31) / 32 * 32));
+         "must be a multiple of " + std::to_string(kMaxStride) + " (the largest stride), e.g. " +
+             std::to_string((experiment.data.imgsz + kMaxStride - 1) / kMaxStride * kMaxStride));
   const std::string& device = experiment.runtime.device;
   bool device_ok = device == "cpu" || device == "cuda";
   if (!device_ok && starts_with(device, "cuda:") && device.size() > 5)

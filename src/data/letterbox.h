@@ -1,8 +1,9 @@
 // LetterBox: resize keeping the aspect ratio (r = min(out_h / h, out_w / w), capped at 1 unless
-// scale-up is allowed), then pad to the output size with 114, centred. Rounding follows the
-// reference's Python `round` (half to even), so 106.5 -> 106; labels move by r and the pad.
+// scale-up is allowed), then pad to the output size with grey (kPadGrey), centred. Rounding follows
+// the reference's Python `round` (half to even), so 106.5 -> 106; labels move by r and the pad.
 #pragma once
 
+#include "data/pad_value.h"
 #include "data/sample.h"
 
 namespace detrain::data {
@@ -12,7 +13,7 @@ struct LetterboxOptions {
   int out_width = 640;
   bool scaleup = true;  // val uses false
   bool center = true;
-  int pad_value = 114;
+  int pad_value = kPadGrey;
 };
 
 // Python's round() for doubles: nearest, ties to even.

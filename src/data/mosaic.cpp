@@ -6,6 +6,7 @@
 #include <cmath>
 #include <opencv2/imgproc.hpp>
 
+#include "data/pad_value.h"
 #include "data/scale_warp.h"
 
 namespace detrain::data {
@@ -81,7 +82,7 @@ std::array<TilePlacement, 4> mosaic_layout(const std::array<const Sample*, 4>& t
 Sample mosaic4(const std::array<const Sample*, 4>& tiles, int s, int xc, int yc) {
   const auto layout = mosaic_layout(tiles, s, xc, yc);
   Sample out = mosaic_labels(tiles, layout, s);
-  out.image = cv::Mat(2 * s, 2 * s, CV_8UC3, cv::Scalar::all(114));
+  out.image = cv::Mat(2 * s, 2 * s, CV_8UC3, cv::Scalar::all(kPadGrey));
   for (size_t i = 0; i < 4; ++i) {
     const cv::Rect& dst = layout[i].canvas;
     if (dst.width > 0 && dst.height > 0)
@@ -102,7 +103,7 @@ Sample mosaic_warp(const std::array<const Sample*, 4>& tiles, int s, int xc, int
   }
   const auto layout = mosaic_layout(tiles, s, xc, yc);
   Sample out = mosaic_labels(tiles, layout, s);
-  out.image = cv::Mat(s, s, CV_8UC3, cv::Scalar::all(114));
+  out.image = cv::Mat(s, s, CV_8UC3, cv::Scalar::all(kPadGrey));
   const double sx = m(0, 0), sy = m(1, 1), tx = m(0, 2), ty = m(1, 2);
   for (size_t i = 0; i < 4; ++i) {
     const cv::Rect& a = layout[i].canvas;
@@ -114,7 +115,7 @@ Sample mosaic_warp(const std::array<const Sample*, 4>& tiles, int s, int xc, int
     const double dx = a.x - layout[i].src_x, dy = a.y - layout[i].src_y;
     const cv::Matx23d tile_to_roi(sx, 0, sx * dx + tx - j0, 0, sy, sy * dy + ty - i0);
     cv::Mat roi = out.image(cv::Rect(j0, i0, j1 - j0, i1 - i0));
-    warp_scaled(tiles[i]->image, roi, tile_to_roi, {true, 114});
+    warp_scaled(tiles[i]->image, roi, tile_to_roi, {true, kPadGrey});
   }
   warp_labels(out, draw, s, s);
   return out;

@@ -1,4 +1,4 @@
-// Mosaic of 4 tiles on a 2s x 2s canvas filled with 114: tiles go top-left, top-right,
+// Mosaic of 4 tiles on a 2s x 2s canvas filled with grey (kPadGrey): tiles go top-left, top-right,
 // bottom-left and bottom-right of a centre (xc, yc), cropped where they overflow; labels shift
 // with their tile, are clipped to the canvas and zero-area boxes are dropped. The canvas then
 // goes through RandomPerspective with a -s/2 border, as in the reference. When that matrix is

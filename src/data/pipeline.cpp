@@ -18,6 +18,7 @@
 #include "data/letterbox.h"
 #include "data/mixup.h"
 #include "data/mosaic.h"
+#include "data/pad_value.h"
 #include "data/random_affine.h"
 
 namespace detrain::data {
@@ -119,7 +120,7 @@ Sample geometric_stage(ImageSource& source, const TrainChainOptions& o, bool mos
   Sample sample = source.load(index);
   lap(&ChainTimes::load);
   const cv::Mat loaded = sample.image;
-  letterbox(sample, {s, s, true, true, 114});
+  letterbox(sample, {s, s, true, true, kPadGrey});
   const AffineDraw draw = draw_affine(rng, aug, s, s, s, s);
   lap(&ChainTimes::place);
   warp_sample(sample, draw, s, s);
@@ -167,7 +168,7 @@ Sample make_train_sample(ImageSource& source, const TrainChainOptions& o, bool m
 
 Sample make_val_sample(ImageSource& source, int64_t index, int shape_h, int shape_w) {
   Sample sample = source.load(index);
-  letterbox(sample, {shape_h, shape_w, false, true, 114});
+  letterbox(sample, {shape_h, shape_w, false, true, kPadGrey});
   return sample;
 }
 

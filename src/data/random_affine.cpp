@@ -7,6 +7,7 @@
 #include <cmath>
 #include <opencv2/imgproc.hpp>
 
+#include "data/pad_value.h"
 #include "data/scale_warp.h"
 
 namespace detrain::data {
@@ -78,13 +79,13 @@ void warp_sample(Sample& s, const AffineDraw& d, int out_w, int out_h) {
     if (!d.perspective && is_scale_translate(affine) && s.image.type() == CV_8UC3 &&
         !s.image.empty()) {
       out.create(out_h, out_w, CV_8UC3);
-      warp_scaled(s.image, out, affine, {false, 114});
+      warp_scaled(s.image, out, affine, {false, kPadGrey});
     } else if (d.perspective)
       cv::warpPerspective(s.image, out, m, cv::Size(out_w, out_h), cv::INTER_LINEAR,
-                          cv::BORDER_CONSTANT, cv::Scalar::all(114));
+                          cv::BORDER_CONSTANT, cv::Scalar::all(kPadGrey));
     else
       cv::warpAffine(s.image, out, cv::Matx23f(m.val), cv::Size(out_w, out_h), cv::INTER_LINEAR,
-                     cv::BORDER_CONSTANT, cv::Scalar::all(114));
+                     cv::BORDER_CONSTANT, cv::Scalar::all(kPadGrey));
     s.image = out;
   }
   warp_labels(s, d, out_w, out_h);

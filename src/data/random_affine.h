@@ -25,7 +25,7 @@ struct AffineDraw {
 AffineDraw draw_affine(Rng& rng, const config::AugmentOptions& options, int in_w, int in_h,
                        int out_w, int out_h);
 
-// Warps the image (INTER_LINEAR, border 114; skipped when M is the identity and the size does
+// Warps the image (INTER_LINEAR, border kPadGrey; skipped when M is the identity and the size does
 // not change) and the labels, clips them to the output, and keeps boxes that pass
 // box_candidates (w > 2 px, h > 2 px, area after / (area before * scale^2) > 0.1, aspect < 100).
 void warp_sample(Sample& sample, const AffineDraw& draw, int out_w, int out_h);

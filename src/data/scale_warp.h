@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <opencv2/core.hpp>
 
+#include "data/pad_value.h"
+
 namespace detrain::data {
 
 // The matrices warp_scaled handles: no rotation, shear or mirroring.
@@ -14,7 +16,7 @@ bool is_scale_translate(const cv::Matx23d& m);
 // How source pixels outside the image are read: the edge pixel, or `value` in every channel.
 struct ScaleWarpBorder {
   bool replicate = false;
-  uint8_t value = 114;
+  uint8_t value = kPadGrey;
 };
 
 // dst (CV_8UC3, its size is the output size; an ROI of a larger image is written in place)

@@ -582,11 +582,12 @@ Network read_network(const BuildOptions& options, bool construct) {
                          " map by " + std::to_string(factor));
       stride /= factor;
     }
-    // data.imgsz is only required to be a multiple of 32, so no output may be coarser.
-    if (stride > kMaxTotalStride)
+    // data.imgsz is only required to be a multiple of config::kMaxStride, so no output may be
+    // coarser.
+    if (stride > config::kMaxStride)
       throw ModelError(written + ": the total stride reaches " + std::to_string(stride) +
-                       "; allowed up to " + std::to_string(kMaxTotalStride) +
-                       " (data.imgsz is a multiple of 32)");
+                       "; allowed up to " + std::to_string(config::kMaxStride) +
+                       " (data.imgsz is a multiple of " + std::to_string(config::kMaxStride) + ")");
     row.args = repr(Arg::items(args));
     row.repeats = static_cast<int>(repeats);
     row.out_channels = c_out;

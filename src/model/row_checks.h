@@ -20,8 +20,6 @@ constexpr int64_t kMaxRowChannels = 16384;
 constexpr int64_t kMaxKernel = 15;
 // Most weights (elements) one convolution may hold: 2^28, 1 GiB in fp32.
 constexpr int64_t kMaxConvWeights = int64_t{1} << 28;
-// The coarsest output stride a network may reach (data.imgsz is a multiple of 32).
-constexpr int64_t kMaxTotalStride = 32;
 // Most blocks a repeat module may chain.
 constexpr int64_t kMaxRepeats = 64;
 

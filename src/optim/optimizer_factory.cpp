@@ -33,8 +33,7 @@ OptimizerChoice choose_optimizer(const config::OptimOptions& options, int64_t to
 Bucketing parse_bucketing(const std::string& text) {
   if (text == "exact") return Bucketing::kExact;
   if (text == "off") return Bucketing::kOff;
-  throw ConfigError("optim.bucketing=" + text +
-                    " is not available in this build; use optim.bucketing=exact or off");
+  throw ConfigError("optim.bucketing=" + text + " is unknown; use optim.bucketing=exact or off");
 }
 
 torch::ScalarType parse_ns_dtype(const std::string& text) {

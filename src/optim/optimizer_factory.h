@@ -37,8 +37,8 @@ struct OptimizerChoice {
 OptimizerChoice choose_optimizer(const config::OptimOptions& options, int64_t total_iterations,
                                  int64_t nc);
 
-// optim.bucketing / optim.ns_dtype as enums; ConfigError naming the key for values this build
-// does not offer ("padded" is accepted by the config but not built).
+// optim.bucketing / optim.ns_dtype as enums; ConfigError naming the key and the valid values
+// otherwise (the config refuses such values first; these guard options built in code).
 Bucketing parse_bucketing(const std::string& text);
 torch::ScalarType parse_ns_dtype(const std::string& text);
 

@@ -91,6 +91,9 @@ TEST_CASE("wrong types and out-of-range values name key, value and range", "[uni
   CHECK(error_of([] { resolve("", {"optim.optimizer=musdg"}); }) ==
         "config: optim.optimizer = 'musdg' (command line): must be one of musgd, sgd, adamw, "
         "auto (did you mean 'musgd'?)");
+  // Padded Newton-Schulz buckets were offered but never built: refused here, not mid-run.
+  CHECK(error_of([] { resolve("", {"optim.bucketing=padded"}); }) ==
+        "config: optim.bucketing = 'padded' (command line): must be one of exact, off");
   CHECK(error_of([] { resolve("", {"data.imgsz=650"}); }) ==
         "config: data.imgsz = '650' (command line): must be a multiple of 32 (the largest "
         "stride), e.g. 672");

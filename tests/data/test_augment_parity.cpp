@@ -57,9 +57,8 @@ std::string image_mismatch(const torch::Tensor& ours, const torch::Tensor& ref) 
 }  // namespace
 
 TEST_CASE("letterbox matches the reference bit for bit", "[parity][data][augment]") {
-  const auto path = test::golden_or_skip("augment.safetensors");
-  if (!path) return;
-  const auto golden = model::read_safetensors(*path);
+  const std::string path = test::golden("augment.safetensors");
+  const auto golden = model::read_safetensors(path);
   // letterbox640 has r = 1 and top 107: rows 107..532 are the decoded source (golden README).
   const torch::Tensor source =
       golden.at("letterbox640.output").slice(0, 107, 533);               // [426, 640, 3]
@@ -103,9 +102,8 @@ TEST_CASE("letterbox matches the reference bit for bit", "[parity][data][augment
 
 TEST_CASE("random perspective with the reference's matrix matches its outputs",
           "[parity][data][augment]") {
-  const auto path = test::golden_or_skip("augment.safetensors");
-  if (!path) return;
-  const auto golden = model::read_safetensors(*path);
+  const std::string path = test::golden("augment.safetensors");
+  const auto golden = model::read_safetensors(path);
   const torch::Tensor boxes = golden.at("perspective.input_boxes_xyxy_px");  // [5, 4]
   const torch::Tensor kpts = golden.at("perspective.input_keypoints_px");    // [5, 17, 3]
   for (const char* name : {"general", "default"}) {

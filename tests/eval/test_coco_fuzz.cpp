@@ -56,13 +56,39 @@ std::string mutate(const std::string& text, detrain::Rng& rng) {
   return out;
 }
 
+bool blank(const std::string& text) {
+  return text.find_first_not_of(" \t\r\n") == std::string::npos;
+}
+
+// Every truncation of `cut` (sampled evenly) with `other` intact: a file whose top-level value
+// is an object or a list can only load if the cut removed nothing but trailing whitespace, and
+// otherwise must fail as malformed data (DataError), never as anything else.
+void truncations(const detrain::test::EvalCase& c, bool cut_gt) {
+  const std::string& text = cut_gt ? c.gt_json : c.results_json;
+  size_t loaded = 0, expected = 0, tried = 0;
+  std::string first_wrong;
+  for (size_t n = 0; n < text.size(); n += 1 + text.size() / 1500) {
+    const std::string cut = text.substr(0, n);
+    const std::string outcome = cut_gt ? load_and_evaluate(cut, c.results_json, c.iou_type)
+                                       : load_and_evaluate(c.gt_json, cut, c.iou_type);
+    const bool whole = blank(text.substr(n));
+    ++tried;
+    loaded += outcome == "ok";
+    expected += whole;
+    if (outcome != (whole ? "ok" : "data") && first_wrong.empty())
+      first_wrong =
+          "cut at " + std::to_string(n) + " of " + std::to_string(text.size()) + ": " + outcome;
+  }
+  INFO((cut_gt ? "ground truth" : "results")
+       << " truncations: " << tried << " tried, " << loaded << " loaded");
+  CHECK(first_wrong.empty());
+  CHECK(loaded == expected);
+  CHECK(tried > 100);
+}
+
 void fuzz_case(const detrain::test::EvalCase& c, int mutations) {
-  size_t loaded = 0;
-  // Every truncation of each file (the other one intact).
-  for (size_t n = 0; n < c.gt_json.size(); n += 1 + c.gt_json.size() / 1500)
-    loaded += load_and_evaluate(c.gt_json.substr(0, n), c.results_json, c.iou_type) == "ok";
-  for (size_t n = 0; n < c.results_json.size(); n += 1 + c.results_json.size() / 1500)
-    loaded += load_and_evaluate(c.gt_json, c.results_json.substr(0, n), c.iou_type) == "ok";
+  truncations(c, /*cut_gt=*/true);
+  truncations(c, /*cut_gt=*/false);
   // Random edits to either file.
   detrain::Rng rng(2024, {c.gt_json.size()});
   size_t mutated_ok = 0;
@@ -75,7 +101,6 @@ void fuzz_case(const detrain::test::EvalCase& c, int mutations) {
   // Some edits keep the files valid (a digit for a digit): the evaluator ran on odd values too.
   CHECK(mutated_ok > 0);
   CHECK(load_and_evaluate(c.gt_json, c.results_json, c.iou_type) == "ok");
-  (void)loaded;
 }
 
 }  // namespace

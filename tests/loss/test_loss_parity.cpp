@@ -133,19 +133,18 @@ void check_gradients(model::YoloModelImpl& net, const model::SafetensorsFile& re
 }
 
 void check_case(const Case& c) {
-  const auto weights_path = test::golden_or_skip(c.name + "_weights.safetensors");
-  const auto forward_path = test::golden_or_skip(c.name + "_forward.safetensors");
-  const auto loss_path = test::golden_or_skip(c.name + "_loss.safetensors");
-  if (!weights_path || !forward_path || !loss_path) return;
-  const auto forward = model::read_safetensors(*forward_path);
-  const auto ref = model::read_safetensors(*loss_path);
+  const std::string weights_path = test::golden(c.name + "_weights.safetensors");
+  const std::string forward_path = test::golden(c.name + "_forward.safetensors");
+  const std::string loss_path = test::golden(c.name + "_loss.safetensors");
+  const auto forward = model::read_safetensors(forward_path);
+  const auto ref = model::read_safetensors(loss_path);
 
   model::BuildOptions options;
   options.arch = c.arch;
   options.scale = "n";
   options.nc = c.nc;
   model::YoloModel net(options);
-  model::load_weights(*net, *weights_path);
+  model::load_weights(*net, weights_path);
   net->train();
   const auto out = net->forward_train(forward.at("input"));  // [2, 3, 128, 128]
 

@@ -53,11 +53,10 @@ TEST_CASE("detrain model fails with exit code 6 on a bad model or weights", "[sm
   auto r = run_detrain("model -m models/nope.yaml");
   CHECK(r.exit_code == 6);
   CHECK_THAT(r.output, Catch::Contains("detrain: error: model 'models/nope.yaml' not found"));
-  const auto golden = detrain::test::golden_or_skip("yolo11n_weights.safetensors");
-  if (!golden) return;
-  r = run_detrain("model -m yolo26n --weights " + *golden);
+  const std::string golden = detrain::test::golden("yolo11n_weights.safetensors");
+  r = run_detrain("model -m yolo26n --weights " + golden);
   CHECK(r.exit_code == 6);
   CHECK_THAT(r.output, Catch::Contains("does not match the model"));
-  r = run_detrain("model -m yolo11n --weights " + *golden);
+  r = run_detrain("model -m yolo11n --weights " + golden);
   CHECK(r.exit_code == 0);
 }

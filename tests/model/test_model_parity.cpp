@@ -61,11 +61,10 @@ struct Golden {
   SafetensorsFile weights, forward;
 };
 
-std::optional<Golden> load_golden(const std::string& model) {
-  auto weights = test::golden_or_skip(model + "_weights.safetensors");
-  auto forward = test::golden_or_skip(model + "_forward.safetensors");
-  if (!weights || !forward) return std::nullopt;
-  return Golden{read_safetensors(*weights), read_safetensors(*forward)};
+Golden load_golden(const std::string& model) {
+  const std::string weights = test::golden(model + "_weights.safetensors");
+  const std::string forward = test::golden(model + "_forward.safetensors");
+  return Golden{read_safetensors(weights), read_safetensors(forward)};
 }
 
 YoloModel build_loaded(const std::string& arch, int64_t nc, const Golden& golden) {
@@ -194,9 +193,8 @@ void check_names(YoloModelImpl& model, const Golden& golden) {
 
 // Parameter order is the reference's named_parameters() order (the loss file's gradient list).
 void check_param_order(YoloModelImpl& model, const std::string& loss_file) {
-  auto path = test::golden_or_skip(loss_file);
-  if (!path) return;
-  const auto loss = read_safetensors(*path);
+  const std::string path = test::golden(loss_file);
+  const auto loss = read_safetensors(path);
   const auto names =
       nlohmann::json::parse(loss.metadata.at("grad_param_names")).get<std::vector<std::string>>();
   std::vector<std::string> ours;
@@ -206,13 +204,12 @@ void check_param_order(YoloModelImpl& model, const std::string& loss_file) {
 
 // Everything above for one golden model (`name`_weights / _forward / _loss files).
 void check_model(const std::string& name, const std::string& arch, int64_t nc) {
-  const auto golden = load_golden(name);
-  if (!golden) return;
-  auto model = build_loaded(arch, nc, *golden);
-  check_names(*model, *golden);
+  const Golden golden = load_golden(name);
+  auto model = build_loaded(arch, nc, golden);
+  check_names(*model, golden);
   check_param_order(*model, name + "_loss.safetensors");
   Parity parity;
-  check_forward(parity, *model, *golden, nc);
+  check_forward(parity, *model, golden, nc);
   parity.print(name);
 }
 
@@ -231,9 +228,8 @@ TEST_CASE("yolo11n forward matches the reference", "[parity][model]") {
 }
 
 TEST_CASE("yolo26n optimizer groups match the reference MuSGD routing", "[parity][model]") {
-  auto path = test::golden_or_skip("musgd_yolo26n.safetensors");
-  if (!path) return;
-  const auto musgd = read_safetensors(*path);
+  const std::string path = test::golden("musgd_yolo26n.safetensors");
+  const auto musgd = read_safetensors(path);
   // [name, group index, kind, lr multiplier] for every parameter, in reference order.
   const auto assignment = nlohmann::json::parse(musgd.metadata.at("group_assignment"));
   BuildOptions options;

@@ -101,6 +101,14 @@ TEST_CASE("each bad model row is one ModelError naming file, row, module and all
     CHECK(error.find('\n') == std::string::npos);
   }
 
+  // A network coarser than config::kMaxStride, the stride data.imgsz is checked against when
+  // the config resolves: 2 * 8 * 2 * 2 = 64 at the head's first Conv (layer 6).
+  detrain::test::write_text(path, with_row("[-1, 1, Conv, [64, 3, 8]]"));
+  CHECK_THAT(build_error(path),
+             Catch::Contains("layer 6") &&
+                 Catch::Contains("the total stride reaches 64; allowed up to 32 (data.imgsz is a "
+                                 "multiple of 32)"));
+
   // The head and the top-level keys.
   auto head_error = [&](const std::string& from, const std::string& text) {
     std::string yaml = std::regex_replace(with_row("[-1, 1, Conv, [128, 3, 2]]"),
