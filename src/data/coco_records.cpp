@@ -1,5 +1,5 @@
-// COCO JSON -> ImageRecord; see coco_records.h. Annotations may come before or after `images`
-// in the file, so they are collected flat first and attached to their images at the end.
+// Annotation table -> ImageRecord; see coco_records.h. Annotations may come before or after
+// `images` in the file, so the table keeps both in file order and they are joined here by id.
 #include "data/coco_records.h"
 
 #include <spdlog/spdlog.h>
@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "common/errors.h"
-#include "common/json_cursor.h"
 
 namespace detrain::data {
 namespace fs = std::filesystem;
@@ -19,186 +19,71 @@ namespace {
 
 constexpr size_t kMissingExamples = 5;
 
-struct RawImage {
-  int64_t id = 0;
-  std::string file_name;
-  int64_t width = 0, height = 0;
-};
-
-struct RawAnnotation {
-  int64_t id = 0;
-  int64_t image_id = 0;
-  int64_t category_id = 0;
-  double box_xywh[4] = {0, 0, 0, 0};
-  bool crowd = false;
-  bool has_keypoints = false;  // num_keypoints > 0 (or labelled points when the field is absent)
-  size_t keypoint_offset = 0;  // into the flat keypoint store, K * 3 values
-};
-
-double read_number(JsonCursor& c, const std::string& where, const char* field) {
-  return detrain::read_number(c, [&] { return where + " '" + field + "'"; });
+// The loader's rule: `num_keypoints` decides when present and not negative, else whether any
+// point is labelled (v > 0).
+bool has_labelled_keypoints(const coco::AnnotationTable& t, size_t i, size_t k3) {
+  if ((t.ann_fields[i] & coco::kHasNumKeypoints) && t.ann_num_keypoints[i] >= 0)
+    return t.ann_num_keypoints[i] > 0;
+  const double* v = t.ann_keypoints.data() + i * k3;
+  for (size_t j = 2; j < k3; j += 3)
+    if (v[j] > 0) return true;
+  return false;
 }
 
-int64_t read_integer(JsonCursor& c, const std::string& where, const char* field) {
-  return detrain::read_integer(c, field, [&] { return where + " '" + field + "'"; });
-}
+}  // namespace
 
-std::string image_where(size_t i) { return "images[" + std::to_string(i) + "]"; }
-std::string ann_where(size_t i) { return "annotations[" + std::to_string(i) + "]"; }
-
-void parse_images(JsonCursor& c, std::vector<RawImage>& out) {
-  if (c.peek() != '[') c.fail_type("'images' must be an array");
-  out.clear();
-  c.array([&] {
-    const size_t at = c.offset();
-    const std::string where = image_where(out.size());
-    if (c.peek() != '{') c.fail_type(where + " must be an object");
-    RawImage img;
-    bool has_id = false, has_file = false;
-    c.object([&](std::string_view key) {
-      if (key == "id") {
-        img.id = read_integer(c, where, "id");
-        has_id = true;
-      } else if (key == "file_name") {
-        if (c.peek() != '"') c.fail_type(where + " 'file_name' must be a string");
-        img.file_name = std::string(c.string());
-        has_file = true;
-      } else if (key == "width") {
-        img.width = read_integer(c, where, "width");
-      } else if (key == "height") {
-        img.height = read_integer(c, where, "height");
-      } else {
-        c.skip_value();
-      }
-    });
-    if (!has_id) c.fail_content(where + " has no 'id'", at);
-    if (!has_file)
-      c.fail_content(where + " (id " + std::to_string(img.id) + ") has no 'file_name'", at);
-    if (img.width < 1 || img.height < 1)
-      c.fail_content(
-          where + " (id " + std::to_string(img.id) + ") needs positive 'width' and 'height'", at);
-    out.push_back(std::move(img));
-  });
-}
-
-void parse_annotations(JsonCursor& c, int64_t kpt_count, std::vector<RawAnnotation>& out,
-                       std::vector<float>& keypoints) {
-  if (c.peek() != '[') c.fail_type("'annotations' must be an array");
-  out.clear();
-  keypoints.clear();
-  const size_t k3 = static_cast<size_t>(kpt_count) * 3;
-  std::vector<double> values;
-  c.array([&] {
-    const size_t at = c.offset();
-    const std::string where = ann_where(out.size());
-    if (c.peek() != '{') c.fail_type(where + " must be an object");
-    RawAnnotation a;
-    bool has_id = false, has_image = false, has_category = false, has_box = false;
-    double num_keypoints = -1;
-    values.clear();
-    c.object([&](std::string_view key) {
-      if (key == "id") {
-        a.id = read_integer(c, where, "id");
-        has_id = true;
-      } else if (key == "image_id") {
-        a.image_id = read_integer(c, where, "image_id");
-        has_image = true;
-      } else if (key == "category_id") {
-        a.category_id = read_integer(c, where, "category_id");
-        has_category = true;
-      } else if (key == "bbox") {
-        const size_t box_at = c.offset();
-        if (c.peek() != '[') c.fail_type(where + " 'bbox' must be an array [x, y, w, h]");
-        size_t n = 0;
-        c.array([&] {
-          const double v = read_number(c, where, "bbox");
-          if (n < 4) a.box_xywh[n] = v;
-          ++n;
-        });
-        if (n != 4)
-          c.fail_content(where + " 'bbox' has " + std::to_string(n) + " values, expected 4",
-                         box_at);
-        has_box = true;
-      } else if (key == "iscrowd") {
-        const char ch = c.peek();
-        a.crowd = ch == 't' || ch == 'f' ? c.boolean() : read_number(c, where, "iscrowd") != 0;
-      } else if (key == "num_keypoints") {
-        num_keypoints = read_number(c, where, "num_keypoints");
-      } else if (key == "keypoints" && k3 > 0) {
-        const size_t kp_at = c.offset();
-        if (c.peek() != '[') c.fail_type(where + " 'keypoints' must be an array");
-        c.array([&] { values.push_back(read_number(c, where, "keypoints")); });
-        if (values.size() != k3)
-          c.fail_content(where + " 'keypoints' has " + std::to_string(values.size()) +
-                             " values, the descriptor's kpt_shape needs " + std::to_string(k3),
-                         kp_at);
-      } else {
-        c.skip_value();
-      }
-    });
-    if (!has_id) c.fail_content(where + " has no 'id'", at);
-    if (!has_image || !has_category || !has_box)
-      c.fail_content(
-          where + " (id " + std::to_string(a.id) + ") needs 'image_id', 'category_id' and 'bbox'",
-          at);
-    if (k3 > 0) {
-      a.keypoint_offset = keypoints.size();
-      if (values.empty()) values.assign(k3, 0.0);
-      bool labelled = false;
-      for (size_t j = 0; j < k3; ++j) {
-        keypoints.push_back(static_cast<float>(values[j]));
-        if (j % 3 == 2 && values[j] > 0) labelled = true;
-      }
-      a.has_keypoints = num_keypoints < 0 ? labelled : num_keypoints > 0;
-    }
-    out.push_back(a);
-  });
-}
-
-Records build_records(const std::vector<RawImage>& images,
-                      const std::vector<RawAnnotation>& annotations,
-                      const std::vector<float>& keypoints, const std::string& source,
-                      const DatasetInfo& info, const SplitFiles& files,
-                      const RecordOptions& options) {
+Records build_records(const coco::AnnotationTable& t, const DatasetInfo& info,
+                      const SplitFiles& files, const RecordOptions& options) {
+  const size_t k3 = static_cast<size_t>(info.kpt_count) * 3;
+  if (t.image_files.size() != t.num_images() ||
+      std::any_of(t.image_widths.begin(), t.image_widths.end(), [](int64_t w) { return w < 1; }))
+    throw std::invalid_argument(t.source +
+                                ": build_records needs image file names and sizes (read the file "
+                                "with record_read_options)");
+  if (t.keypoints_per_instance != info.kpt_count)
+    throw std::invalid_argument(
+        t.source + ": the table has " + std::to_string(t.keypoints_per_instance) +
+        " keypoints per annotation, the descriptor " + std::to_string(info.kpt_count));
+  const std::string& source = t.source;
   Records result;
   auto& stats = result.stats;
   std::unordered_map<int64_t, size_t> row_of_image;
-  row_of_image.reserve(images.size() * 2);
-  std::vector<ImageRecord> records(images.size());
-  std::vector<uint8_t> has_keypoints(images.size(), 0);
-  for (size_t i = 0; i < images.size(); ++i) {
-    if (!row_of_image.emplace(images[i].id, i).second)
-      throw DataError(source + ": image id " + std::to_string(images[i].id) +
+  row_of_image.reserve(t.num_images() * 2);
+  std::vector<ImageRecord> records(t.num_images());
+  std::vector<uint8_t> has_keypoints(t.num_images(), 0);
+  for (size_t i = 0; i < t.num_images(); ++i) {
+    if (!row_of_image.emplace(t.image_ids[i], i).second)
+      throw DataError(source + ": image id " + std::to_string(t.image_ids[i]) +
                       " appears twice in 'images' (ids must be unique)");
     auto& r = records[i];
-    r.file = (fs::path(files.images) / images[i].file_name).lexically_normal().string();
-    r.image_id = images[i].id;
-    r.width = static_cast<int32_t>(images[i].width);
-    r.height = static_cast<int32_t>(images[i].height);
+    r.file = (fs::path(files.images) / t.image_files[i]).lexically_normal().string();
+    r.image_id = t.image_ids[i];
+    r.width = static_cast<int32_t>(t.image_widths[i]);
+    r.height = static_cast<int32_t>(t.image_heights[i]);
   }
 
-  const size_t k3 = static_cast<size_t>(info.kpt_count) * 3;
-  stats.annotations = static_cast<int64_t>(annotations.size());
-  for (const auto& a : annotations) {
-    const auto row = row_of_image.find(a.image_id);
+  stats.annotations = static_cast<int64_t>(t.num_annotations());
+  for (size_t i = 0; i < t.num_annotations(); ++i) {
+    const int64_t id = t.ann_id[i], image_id = t.ann_image_id[i];
+    const auto row = row_of_image.find(image_id);
     if (row == row_of_image.end())
-      throw DataError(source + ": annotation id " + std::to_string(a.id) + " names image id " +
-                      std::to_string(a.image_id) + ", which is not in 'images'");
-    const int64_t cls = info.class_index(a.category_id);
+      throw DataError(source + ": annotation id " + std::to_string(id) + " names image id " +
+                      std::to_string(image_id) + ", which is not in 'images'");
+    const int64_t cls = info.class_index(t.ann_category_id[i]);
     if (cls < 0)
-      throw DataError(source + ": annotation id " + std::to_string(a.id) + " (image id " +
-                      std::to_string(a.image_id) + ") has category id " +
-                      std::to_string(a.category_id) + ", which " + info.yaml_path +
+      throw DataError(source + ": annotation id " + std::to_string(id) + " (image id " +
+                      std::to_string(image_id) + ") has category id " +
+                      std::to_string(t.ann_category_id[i]) + ", which " + info.yaml_path +
                       " does not list under 'classes'; add it there or fix the annotation");
     auto& r = records[row->second];
     const float w = static_cast<float>(r.width), h = static_cast<float>(r.height);
-    const double* b = a.box_xywh;
-    BoxXyxy box = {static_cast<float>(b[0]), static_cast<float>(b[1]),
-                   static_cast<float>(b[0] + b[2]), static_cast<float>(b[1] + b[3])};
+    const coco::BoxXywh& b = t.ann_bbox[i];
+    BoxXyxy box = {static_cast<float>(b.x), static_cast<float>(b.y), static_cast<float>(b.x + b.w),
+                   static_cast<float>(b.y + b.h)};
     const BoxXyxy clipped = {std::clamp(box[0], 0.f, w), std::clamp(box[1], 0.f, h),
                              std::clamp(box[2], 0.f, w), std::clamp(box[3], 0.f, h)};
-    if (clipped != box && b[2] > 0 && b[3] > 0) ++stats.clipped;
-    if (a.crowd) {
+    if (clipped != box && b.w > 0 && b.h > 0) ++stats.clipped;
+    if (t.ann_iscrowd[i]) {
       ++stats.crowd;
       r.crowd_boxes_xyxy_px.push_back(clipped);
       continue;
@@ -210,9 +95,9 @@ Records build_records(const std::vector<RawImage>& images,
     r.boxes_xyxy_px.push_back(clipped);
     r.classes.push_back(options.single_cls ? 0 : static_cast<int32_t>(cls));
     if (k3 > 0) {
-      r.keypoints_px.insert(r.keypoints_px.end(), keypoints.begin() + a.keypoint_offset,
-                            keypoints.begin() + a.keypoint_offset + k3);
-      if (a.has_keypoints) has_keypoints[row->second] = 1;
+      const double* points = t.ann_keypoints.data() + i * k3;
+      for (size_t j = 0; j < k3; ++j) r.keypoints_px.push_back(static_cast<float>(points[j]));
+      if (has_labelled_keypoints(t, i, k3)) has_keypoints[row->second] = 1;
     }
   }
 
@@ -254,33 +139,6 @@ Records build_records(const std::vector<RawImage>& images,
   return result;
 }
 
-Records parse_input(JsonInput input, const std::string& source, const DatasetInfo& info,
-                    const SplitFiles& files, const RecordOptions& options) {
-  JsonCursor c(input, source);
-  if (c.peek() != '{')
-    c.fail_type("a COCO annotation file must be a JSON object with 'images' and 'annotations'");
-  std::vector<RawImage> images;
-  std::vector<RawAnnotation> annotations;
-  std::vector<float> keypoints;
-  bool has_images = false;
-  c.object([&](std::string_view key) {
-    if (key == "images") {
-      parse_images(c, images);
-      has_images = true;
-    } else if (key == "annotations") {
-      parse_annotations(c, info.kpt_count, annotations, keypoints);
-    } else {
-      c.skip_value();
-    }
-  });
-  c.expect_end();
-  if (!has_images)
-    throw DataError(source + ": no 'images' list (a COCO annotation file needs one)");
-  return build_records(images, annotations, keypoints, source, info, files, options);
-}
-
-}  // namespace
-
 RecordOptions RecordOptions::from(const config::DataOptions& data, bool train) {
   RecordOptions o;
   o.skip_missing = data.skip_missing;
@@ -289,21 +147,36 @@ RecordOptions RecordOptions::from(const config::DataOptions& data, bool train) {
   return o;
 }
 
-Records load_records(const DatasetInfo& info, const std::string& split,
-                     const RecordOptions& options) {
+coco::AnnotationTable read_split(const DatasetInfo& info, const std::string& split,
+                                 const coco::ReadOptions& read) {
   const SplitFiles& files = info.split(split);
   std::error_code ec;
   if (!fs::is_regular_file(files.annotations, ec))
     throw DataError("annotation file '" + files.annotations + "' of " + info.yaml_path + " (" +
                     split +
                     ") not found; check the descriptor's path (or DETRAIN_DATA / data.root)");
-  return parse_input(JsonFile(files.annotations), files.annotations, info, files, options);
+  return coco::load_annotations(files.annotations, read);
+}
+
+Records load_records(const DatasetInfo& info, const std::string& split,
+                     const RecordOptions& options) {
+  return build_records(read_split(info, split, record_read_options(info)), info, info.split(split),
+                       options);
 }
 
 Records parse_records(const std::string& json_text, const std::string& source,
                       const DatasetInfo& info, const SplitFiles& files,
                       const RecordOptions& options) {
-  return parse_input(json_text, source, info, files, options);
+  return build_records(coco::read_annotations(json_text, source, record_read_options(info)), info,
+                       files, options);
+}
+
+coco::ReadOptions record_read_options(const DatasetInfo& info) {
+  coco::ReadOptions o;
+  o.image_files = true;
+  o.require_bbox = true;
+  o.keypoints = static_cast<int>(info.kpt_count);
+  return o;
 }
 
 }  // namespace detrain::data

@@ -1,7 +1,8 @@
-// COCO instances / person-keypoints JSON -> plain per-image records (no tensors, no DOM): one
-// pass with the evaluator's validating cursor, segmentation skipped. Differs from the
-// reference's convert_coco + txt labels: boxes stay in xyxy pixels of the original image,
-// crowd regions are kept apart (never targets), and duplicate boxes are kept.
+// COCO instances / person-keypoints JSON -> plain per-image records (no tensors): the file is
+// read by coco/'s annotation reader, the evaluator's too, and the records are built from its
+// table. Differs from the reference's convert_coco + txt labels: boxes stay in xyxy pixels of
+// the original image, crowd regions are kept apart (never targets), and duplicate boxes are
+// kept.
 #pragma once
 
 #include <array>
@@ -9,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "coco/annotations.h"
+#include "coco/annotations_json.h"
 #include "config/data_options.h"
 #include "data/dataset.h"
 
@@ -66,5 +69,22 @@ Records load_records(const DatasetInfo& info, const std::string& split,
 Records parse_records(const std::string& json_text, const std::string& source,
                       const DatasetInfo& info, const SplitFiles& files,
                       const RecordOptions& options = {});
+
+// How the loader reads `info`'s annotation files: image file names and positive sizes, a bbox
+// on every annotation, and exactly the descriptor's K keypoints where an annotation has them
+// (keypoints skipped for detection).
+coco::ReadOptions record_read_options(const DatasetInfo& info);
+
+// `split`'s annotation file of `info` read with `read` (record_read_options(info), or more).
+// Throws DataError naming the descriptor and split when the file is missing.
+coco::AnnotationTable read_split(const DatasetInfo& info, const std::string& split,
+                                 const coco::ReadOptions& read);
+
+// The records of a table read with record_read_options(info) (further requirements allowed,
+// e.g. the evaluator's categories: validation reads its split once for both). Throws DataError
+// as load_records does; std::invalid_argument for a table read without image files or with
+// another K.
+Records build_records(const coco::AnnotationTable& table, const DatasetInfo& info,
+                      const SplitFiles& files, const RecordOptions& options = {});
 
 }  // namespace detrain::data

@@ -1,7 +1,7 @@
-// COCO ground-truth and results JSON, parsed in one pass into columns; see coco_json.h.
-// Deliberate differences from pycocotools: `iscrowd` must be 0/1/true/false, ids must be
-// integral, a keypoint evaluation needs keypoints on every result (pycocotools only fails when
-// such a result meets a GT), and NaN/Infinity literals are refused.
+// COCO results JSON, parsed in one pass into columns, and the JSON writers; see coco_json.h.
+// Ground truth goes through coco/'s annotation reader. Deliberate differences from pycocotools:
+// ids must be integral, a keypoint evaluation needs keypoints on every result (pycocotools only
+// fails when such a result meets a GT), and NaN/Infinity literals are refused.
 #include "eval/coco_json.h"
 
 #include <fcntl.h>
@@ -13,225 +13,32 @@
 #include <cmath>
 #include <cstring>
 
+#include "coco/json_fields.h"
 #include "common/errors.h"
 #include "common/json_cursor.h"
 #include "eval/coco_parallel.h"
 
 namespace detrain::eval {
 
-namespace {
+using coco::read_box;
+using coco::read_id;
+using coco::read_number;
+using coco::read_numbers;
+using coco::Where;
 
-// Names a record in error messages; the text is built only when something fails.
-struct Where {
-  const char* list;  // "images", "categories", "annotations" or "result"
-  size_t index;
-  std::string record() const {
-    return std::string(list) + (list[0] == 'r' ? " " : "[") + std::to_string(index) +
-           (list[0] == 'r' ? "" : "]");
-  }
-  std::string field(const char* name) const { return record() + " '" + name + "'"; }
-};
-
-// A finite number: 1e999 overflows to inf, which no box, score or area can be (the NaN and
-// Infinity literals are refused by the grammar already).
-double read_number(JsonCursor& cursor, const Where& where, const char* field) {
-  cursor.peek();  // past whitespace: `at` is where the number starts
-  const size_t at = cursor.offset();
-  const double value = detrain::read_number(cursor, [&] { return where.field(field); });
-  if (!std::isfinite(value))
-    cursor.fail_content(where.field(field) + " overflows a double (" +
-                            std::string(value > 0 ? "+" : "-") + "inf); write a finite number",
-                        at);
-  return value;
+coco::ReadOptions ground_truth_read_options() {
+  coco::ReadOptions options;
+  options.kind = "ground-truth";
+  options.require_categories = true;
+  return options;
 }
-
-int64_t read_id(JsonCursor& cursor, const Where& where, const char* field) {
-  return read_integer(cursor, field, [&] { return where.field(field); });
-}
-
-// Reads an array of numbers into `out` (cleared first).
-void read_numbers(JsonCursor& cursor, const Where& where, const char* field,
-                  std::vector<double>& out) {
-  out.clear();
-  if (cursor.peek() != '[') cursor.fail_type(where.field(field) + " must be an array of numbers");
-  cursor.array([&] { out.push_back(read_number(cursor, where, field)); });
-}
-
-// Reads [x, y, w, h]; returns how many values the array held (only 4 is valid).
-size_t read_box(JsonCursor& cursor, const Where& where, BoxXywh& box) {
-  if (cursor.peek() != '[')
-    cursor.fail_type(where.field("bbox") + " must be an array [x, y, w, h]");
-  double v[4] = {0, 0, 0, 0};
-  size_t count = 0;
-  cursor.array([&] {
-    const double value = read_number(cursor, where, "bbox");
-    if (count < 4) v[count] = value;
-    ++count;
-  });
-  box = {v[0], v[1], v[2], v[3]};
-  return count;
-}
-
-void parse_images(JsonCursor& cursor, CocoGroundTruth& gt) {
-  if (cursor.peek() != '[') cursor.fail_type("'images' must be an array");
-  Where where{"images", 0};
-  cursor.array([&] {
-    const size_t at = cursor.offset();
-    if (cursor.peek() != '{') cursor.fail_type(where.record() + " must be an object");
-    bool has_id = false;
-    int64_t id = 0;
-    cursor.object([&](std::string_view key) {
-      if (key == "id") {
-        id = read_id(cursor, where, "id");
-        has_id = true;
-      } else {
-        cursor.skip_value();
-      }
-    });
-    if (!has_id) cursor.fail_content(where.record() + " has no 'id'", at);
-    gt.image_ids.push_back(id);
-    ++where.index;
-  });
-}
-
-void parse_categories(JsonCursor& cursor, CocoGroundTruth& gt) {
-  if (cursor.peek() != '[') cursor.fail_type("'categories' must be an array");
-  Where where{"categories", 0};
-  cursor.array([&] {
-    const size_t at = cursor.offset();
-    if (cursor.peek() != '{') cursor.fail_type(where.record() + " must be an object");
-    CocoCategory category;
-    bool has_id = false;
-    cursor.object([&](std::string_view key) {
-      if (key == "id") {
-        category.id = read_id(cursor, where, "id");
-        has_id = true;
-      } else if (key == "name" && cursor.peek() == '"') {
-        category.name = std::string(cursor.string());
-      } else {
-        cursor.skip_value();
-      }
-    });
-    if (!has_id) cursor.fail_content(where.record() + " has no 'id'", at);
-    gt.categories.push_back(std::move(category));
-    ++where.index;
-  });
-}
-
-void parse_annotations(JsonCursor& cursor, CocoGroundTruth& gt) {
-  if (cursor.peek() != '[') cursor.fail_type("'annotations' must be an array");
-  Where where{"annotations", 0};
-  GtAnnotation a;
-  cursor.array([&] {
-    const size_t at = cursor.offset();
-    if (cursor.peek() != '{') cursor.fail_type(where.record() + " must be an object");
-    a.id = a.image_id = a.category_id = 0;
-    a.bbox = {};
-    a.area = 0;
-    a.iscrowd = false;
-    a.num_keypoints = 0;
-    a.keypoints.clear();
-    uint8_t fields = 0;
-    bool has_id = false, has_image = false, has_category = false;
-    size_t box_values = 4;
-    size_t box_at = 0;
-    cursor.object([&](std::string_view key) {
-      if (key == "id") {
-        a.id = read_id(cursor, where, "id");
-        has_id = true;
-      } else if (key == "image_id") {
-        a.image_id = read_id(cursor, where, "image_id");
-        has_image = true;
-      } else if (key == "category_id") {
-        a.category_id = read_id(cursor, where, "category_id");
-        has_category = true;
-      } else if (key == "bbox") {
-        box_at = cursor.offset();
-        box_values = read_box(cursor, where, a.bbox);
-        fields |= kGtBbox;
-      } else if (key == "area") {
-        a.area = read_number(cursor, where, "area");
-        fields |= kGtArea;
-      } else if (key == "iscrowd") {
-        const size_t crowd_at = cursor.offset();
-        const char c = cursor.peek();
-        const double crowd = c == 't' || c == 'f' ? (cursor.boolean() ? 1 : 0)
-                                                  : read_number(cursor, where, "iscrowd");
-        if (crowd != 0 && crowd != 1)
-          cursor.fail_content(where.field("iscrowd") + " must be 0 or 1", crowd_at);
-        a.iscrowd = crowd == 1;
-        fields |= kGtIscrowd;
-      } else if (key == "num_keypoints") {
-        // Only `== 0` matters to pycocotools; any other value (even 0.5) means "has keypoints".
-        const double n = read_number(cursor, where, "num_keypoints");
-        a.num_keypoints = n == 0 ? 0 : std::max(1, static_cast<int>(std::clamp(n, -1e9, 1e9)));
-        fields |= kGtNumKeypoints;
-      } else if (key == "keypoints") {
-        read_numbers(cursor, where, "keypoints", a.keypoints);
-        fields |= kGtKeypoints;
-      } else {
-        cursor.skip_value();
-      }
-    });
-    if (!has_id) cursor.fail_content(where.record() + " has no 'id'", at);
-    if (!has_image)
-      cursor.fail_content(where.record() + " (id " + std::to_string(a.id) + ") has no 'image_id'",
-                          at);
-    if (!has_category)
-      cursor.fail_content(
-          where.record() + " (id " + std::to_string(a.id) + ") has no 'category_id'", at);
-    if ((fields & kGtBbox) && box_values != 4)
-      cursor.fail_content("annotation id " + std::to_string(a.id) + ": 'bbox' has " +
-                              std::to_string(box_values) + " values, expected [x, y, w, h]",
-                          box_at);
-    gt.add_annotation(a);
-    gt.ann_fields.back() = fields;
-    ++where.index;
-  });
-}
-
-}  // namespace
 
 CocoGroundTruth parse_ground_truth_json(JsonInput text, const std::string& source) {
-  JsonCursor cursor(text, source);
-  CocoGroundTruth gt;
-  gt.source = source;
-  if (cursor.peek() != '{')
-    cursor.fail_type(
-        "a COCO ground-truth file must be a JSON object with 'images', "
-        "'annotations' and 'categories'");
-  bool has_images = false, has_categories = false;
-  cursor.object([&](std::string_view key) {
-    if (key == "images") {
-      gt.image_ids.clear();
-      parse_images(cursor, gt);
-      has_images = true;
-    } else if (key == "categories") {
-      gt.categories.clear();
-      parse_categories(cursor, gt);
-      has_categories = true;
-    } else if (key == "annotations") {
-      // A repeated key replaces the earlier value, as in Python's json.
-      CocoGroundTruth annotations;
-      annotations.source = source;
-      parse_annotations(cursor, annotations);
-      annotations.image_ids = std::move(gt.image_ids);
-      annotations.categories = std::move(gt.categories);
-      gt = std::move(annotations);
-    } else {
-      cursor.skip_value();
-    }
-  });
-  cursor.expect_end();
-  if (!has_images)
-    throw DataError(source + ": no 'images' list (a COCO ground-truth file needs one)");
-  if (!has_categories)
-    throw DataError(source + ": no 'categories' list (a COCO ground-truth file needs one)");
-  return gt;
+  return coco::read_annotations(text, source, ground_truth_read_options());
 }
 
 CocoGroundTruth load_ground_truth_json(const std::string& path) {
-  return parse_ground_truth_json(JsonFile(path), path);
+  return coco::load_annotations(path, ground_truth_read_options());
 }
 
 namespace {

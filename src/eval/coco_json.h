@@ -1,14 +1,20 @@
-// COCO JSON in and out for the evaluator: ground-truth files and results files parsed straight
-// into flat columns (no DOM), with pycocotools' loadRes rules (the first result decides between
-// boxes and keypoints); writers for results and ground truth (bench inputs, trainer output).
+// COCO JSON in and out for the evaluator: ground-truth files through coco/'s annotation reader
+// (the loader's too), results files parsed straight into flat columns (no DOM) with
+// pycocotools' loadRes rules (the first result decides between boxes and keypoints); writers
+// for results and ground truth (bench inputs, trainer output).
 #pragma once
 
 #include <string>
 
+#include "coco/annotations_json.h"
 #include "common/json_cursor.h"
 #include "eval/coco_types.h"
 
 namespace detrain::eval {
+
+// How the evaluator reads a ground-truth file: `categories` required, every other field only
+// where pycocotools needs it (image file names and sizes skipped, any K keypoints).
+coco::ReadOptions ground_truth_read_options();
 
 // Parses a COCO ground-truth JSON object (`images`, `annotations`, `categories`). Malformed JSON
 // is a DataError naming `source` and the byte offset; a record without `id` (or an annotation

@@ -19,42 +19,6 @@ IouType parse_iou_type(const std::string& name) {
   throw ConfigError("unknown iou type '" + name + "'; use bbox or keypoints");
 }
 
-void CocoGroundTruth::add_annotation(const GtAnnotation& a) {
-  uint8_t fields = kGtBbox | kGtArea | kGtIscrowd | kGtNumKeypoints;
-  if (!a.keypoints.empty()) {
-    if (a.keypoints.size() % 3 != 0)
-      throw DataError(source + ": annotation " + std::to_string(a.id) + " has " +
-                      std::to_string(a.keypoints.size()) +
-                      " keypoint values, not a multiple of 3 (x, y, v)");
-    const int k = static_cast<int>(a.keypoints.size() / 3);
-    if (keypoints_per_instance == 0 && num_annotations() > 0 && ann_keypoints.empty()) {
-      // Earlier annotations had no keypoints: give them zero-filled rows (and no kGtKeypoints).
-      ann_keypoints.assign(num_annotations() * 3 * static_cast<size_t>(k), 0.0);
-    }
-    if (keypoints_per_instance == 0) keypoints_per_instance = k;
-    if (k != keypoints_per_instance)
-      throw DataError(source + ": annotation " + std::to_string(a.id) + " has " +
-                      std::to_string(k) + " keypoints but earlier ones have " +
-                      std::to_string(keypoints_per_instance));
-    fields |= kGtKeypoints;
-  }
-  ann_id.push_back(a.id);
-  ann_image_id.push_back(a.image_id);
-  ann_category_id.push_back(a.category_id);
-  ann_bbox.push_back(a.bbox);
-  ann_area.push_back(a.area);
-  ann_iscrowd.push_back(a.iscrowd ? 1 : 0);
-  ann_num_keypoints.push_back(a.num_keypoints);
-  if (keypoints_per_instance > 0) {
-    if (a.keypoints.empty())
-      ann_keypoints.resize(ann_keypoints.size() + 3 * static_cast<size_t>(keypoints_per_instance),
-                           0.0);
-    else
-      ann_keypoints.insert(ann_keypoints.end(), a.keypoints.begin(), a.keypoints.end());
-  }
-  ann_fields.push_back(fields);
-}
-
 void CocoDetections::reserve(size_t n) {
   image_id.reserve(n);
   category_id.reserve(n);

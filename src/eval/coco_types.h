@@ -1,11 +1,13 @@
 // Plain data for the COCO evaluator: ground truth and detections as flat columns (what the JSON
-// loaders fill and what the trainer hands over without a JSON round trip), and the parameters
+// readers fill and what the trainer hands over without a JSON round trip), and the parameters
 // of pycocotools' Params. No LibTorch here: the evaluator builds and runs on its own.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "coco/annotations.h"
 
 namespace detrain::eval {
 
@@ -16,64 +18,19 @@ const char* iou_type_name(IouType type);
 // Parses "bbox" or "keypoints"; throws ConfigError otherwise ("segm" is named as unsupported).
 IouType parse_iou_type(const std::string& name);
 
-struct BoxXywh {
-  double x = 0, y = 0, w = 0, h = 0;
-};
-
-struct CocoCategory {
-  int64_t id = 0;
-  std::string name;
-};
-
-// One ground-truth annotation, for building a CocoGroundTruth in memory.
-struct GtAnnotation {
-  int64_t id = 0;
-  int64_t image_id = 0;
-  int64_t category_id = 0;
-  BoxXywh bbox;
-  double area = 0;  // COCO's mask area (decides small/medium/large), not w * h
-  bool iscrowd = false;
-  int num_keypoints = 0;          // the annotation's field, not a count of visible points
-  std::vector<double> keypoints;  // [K, 3] (x, y, v) or empty
-};
-
-// Fields an annotation may lack in a JSON file. They are checked only when the annotation is
-// evaluated (pycocotools reads them there), so an unused record never fails a run.
-enum GtField : uint8_t {
-  kGtBbox = 1,
-  kGtArea = 2,
-  kGtIscrowd = 4,
-  kGtKeypoints = 8,
-  kGtNumKeypoints = 16,
-  kGtAllFields = 31,
-};
-
-// A COCO ground-truth set: images, categories and annotations in file order, as columns.
-struct CocoGroundTruth {
-  std::string source = "<memory>";  // file name for error messages
-  std::vector<int64_t> image_ids;   // the `images` list in file order
-  std::vector<CocoCategory> categories;
-  int keypoints_per_instance = 0;  // K (0 when no annotation carries keypoints)
-
-  std::vector<int64_t> ann_id;
-  std::vector<int64_t> ann_image_id;
-  std::vector<int64_t> ann_category_id;
-  std::vector<BoxXywh> ann_bbox;
-  std::vector<double> ann_area;
-  std::vector<uint8_t> ann_iscrowd;
-  std::vector<int32_t> ann_num_keypoints;
-  std::vector<double> ann_keypoints;  // [N, K, 3] when K > 0
-  std::vector<uint8_t> ann_fields;    // GtField bits present
-
-  size_t num_annotations() const { return ann_id.size(); }
-  void add_image(int64_t id) { image_ids.push_back(id); }
-  void add_category(int64_t id, std::string name = "") {
-    categories.push_back({id, std::move(name)});
-  }
-  // Appends one annotation; its keypoints must hold 3 * K values (K is set by the first
-  // annotation that has keypoints). Throws DataError on a mismatch.
-  void add_annotation(const GtAnnotation& annotation);
-};
+// The ground truth is the annotation table of coco/ as its reader fills it: the loader's
+// training records come from the same table, so both always read a file alike. These are the
+// evaluator's names for its parts.
+using coco::BoxXywh;
+using CocoCategory = coco::Category;
+using GtAnnotation = coco::Annotation;
+using CocoGroundTruth = coco::AnnotationTable;
+constexpr uint8_t kGtBbox = coco::kHasBbox;
+constexpr uint8_t kGtArea = coco::kHasArea;
+constexpr uint8_t kGtIscrowd = coco::kHasIscrowd;
+constexpr uint8_t kGtKeypoints = coco::kHasKeypoints;
+constexpr uint8_t kGtNumKeypoints = coco::kHasNumKeypoints;
+constexpr uint8_t kGtAllFields = coco::kHasAllFields;
 
 // Detection results, one entry per result in file order, as columns. `bbox` and `area` follow
 // pycocotools' loadRes: a result with a box has area w * h; a keypoint result without a box

@@ -1,9 +1,9 @@
 // See validation_run.h.
 #include "train/validation_run.h"
 
+#include "coco/annotations_json.h"
 #include "common/timer.h"
 #include "data/coco_records.h"
-#include "eval/coco_json.h"
 #include "loss/criterion.h"
 #include "model/yolo_model.h"
 
@@ -13,7 +13,14 @@ ValidationRun::ValidationRun(const config::Experiment& x, const data::DatasetInf
                              const std::string& split, const model::YoloModelImpl& model,
                              const torch::Device& device, bool bf16)
     : device_(device) {
-  records_ = data::load_records(dataset, split, data::RecordOptions::from(x.data, false)).images;
+  // One read of the split's file for both the loader's records and the evaluator's ground
+  // truth: the loader's requirements plus the evaluator's categories.
+  coco::ReadOptions read = data::record_read_options(dataset);
+  read.require_categories = true;
+  coco::AnnotationTable table = data::read_split(dataset, split, read);
+  records_ = data::build_records(table, dataset, dataset.split(split),
+                                 data::RecordOptions::from(x.data, false))
+                 .images;
   data::LoaderOptions lo =
       data::LoaderOptions::from(x.data, static_cast<uint64_t>(x.runtime.seed), /*train=*/false);
   if (x.val.batch > 0) lo.batch = x.val.batch;
@@ -22,7 +29,7 @@ ValidationRun::ValidationRun(const config::Experiment& x, const data::DatasetInf
   lo.pin_memory = device.is_cuda();
   loader_ = std::make_unique<data::Loader>(dataset, records_, x.augment, lo);
 
-  gt_ = eval::load_ground_truth_json(dataset.split(split).annotations);
+  gt_ = std::move(table);
   infer::ValidationOptions vo;
   vo.nms = infer::nms_options(x.val);
   vo.coco_ids = dataset.coco_ids;

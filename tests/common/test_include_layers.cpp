@@ -36,28 +36,30 @@ const std::vector<Layer>& layers() {
       // config::RuntimeOptions.
       {"compat", {"common", "config"}},
       {"geometry", {"common"}},
+      // COCO annotation files: the one reader and its plain table (loader and evaluator).
+      {"coco", {"common"}},
       // The COCO evaluator and its JSON: plain C++, no LibTorch.
-      {"eval", {"common"}},
-      {"data", {"common", "compat", "config", "geometry"}},
+      {"eval", {"common", "coco"}},
+      {"data", {"common", "compat", "config", "geometry", "coco"}},
       {"model", {"common", "compat", "config", "geometry"}},
       // Head output -> detections -> COCO records, and the validation loop over a model.
-      {"infer", {"common", "compat", "config", "geometry", "model", "eval"}},
+      {"infer", {"common", "compat", "config", "geometry", "coco", "model", "eval"}},
       {"loss", {"common", "compat", "config", "geometry", "model"}},
       {"optim", {"common", "compat", "config", "model"}},
       {"export", {"common", "compat", "config", "geometry", "model"}},
       {"train",
-       {"common", "compat", "config", "geometry", "eval", "data", "model", "infer", "loss",
+       {"common", "compat", "config", "geometry", "coco", "eval", "data", "model", "infer", "loss",
         "optim"}},
       {"apps",
-       {"common", "compat", "config", "geometry", "eval", "data", "model", "infer", "loss", "optim",
-        "export", "train"}},
+       {"common", "compat", "config", "geometry", "coco", "eval", "data", "model", "infer", "loss",
+        "optim", "export", "train"}},
   };
   return table;
 }
 
 // Modules whose code needs no tensors: none of their files may reach <torch/...>, <ATen/...> or
 // <c10/...>, directly or through project headers (the evaluator builds without LibTorch).
-const std::set<std::string> kTorchFree = {"config", "eval"};
+const std::set<std::string> kTorchFree = {"config", "coco", "eval"};
 
 struct Include {
   std::string file;  // relative to the source dir, e.g. "src/data/collate.h"
