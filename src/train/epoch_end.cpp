@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "eval/predictions_json.h"
-#include "eval/validate.h"
+#include "infer/validate.h"
 #include "train/checkpoint_files.h"
 #include "train/divergence.h"
 #include "train/epoch_record.h"
@@ -46,14 +46,14 @@ std::optional<std::string> EpochEnd::finish(TrainState& state, double seconds) {
   record.pose = parts_.model->head()->options().pose();
 
   const bool last_epoch = epoch + 1 == x_.train.epochs;
-  std::optional<eval::ValidationResult> v;
+  std::optional<infer::ValidationResult> v;
   if (x_.train.val || last_epoch) {
     ValidationProgress val_progress(x_, parts_.validation->images());
     std::optional<ValPlots> plots;
     if (x_.train.plots)
       plots.emplace(data_.dataset, parts_.validation->records(), paths_.dir, x_.train.plot_batches);
-    auto observer = [&](int64_t index, const eval::ValBatch& b,
-                        const std::vector<eval::ImageDetections>& dets) {
+    auto observer = [&](int64_t index, const infer::ValBatch& b,
+                        const std::vector<infer::ImageDetections>& dets) {
       val_progress.add(static_cast<int64_t>(b.frames.size()));
       if (plots) plots->add(index, b, dets);
     };
@@ -65,7 +65,7 @@ std::optional<std::string> EpochEnd::finish(TrainState& state, double seconds) {
     criterion.set_replicas(replicas);
     if (can_roll_back_ && !validation_finite(*v))
       return fmt::format("non-finite validation loss or fitness after epoch {}", epoch + 1);
-    show(eval::stats_table(*v));
+    show(infer::stats_table(*v));
     if (plots) plots->save();
     if (x_.val.save_json) eval::write_predictions_json(paths_.file("predictions.json"), v->records);
     record.box = curve_metrics(v->box);

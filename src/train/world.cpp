@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "common/errors.h"
-#include "common/runtime.h"
+#include "compat/runtime.h"
 #include "compat/torch_compat.h"
 
 namespace detrain::train {
@@ -86,7 +86,7 @@ Placement place_process(const config::Experiment& x) {
       runtime_options.threads = std::max<int64_t>(
           1, static_cast<int64_t>(std::thread::hardware_concurrency()) / p.env.local_world_size);
   }
-  p.runtime_summary = apply_runtime(runtime_options).summary();
+  p.runtime_summary = compat::apply_runtime(runtime_options).summary();
   p.device = compat::parse_device(x.runtime.device);
   if (p.env.distributed() && p.device.is_cuda())
     p.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(p.env.local_rank));
