@@ -301,6 +301,9 @@ TEST_CASE("predict keeps every input's name and extension and never overwrites",
   const std::string txt = read_file(dir.file("out/labels/a.txt"));
   CHECK(std::count(txt.begin(), txt.end(), '\n') == 5);
   CHECK(fs::exists(dir.file("out/labels/a_2.txt")));
+  CHECK_THAT(r.output, Catch::Contains("COCO results " + dir.file("out/predictions.json") +
+                                       " (image list " + dir.file("out/images.json") + ")"));
+  const std::string first_predictions = read_file(dir.file("out/predictions.json"));
 
   // Again into the same folder, recursive, quiet, no drawing: new names, nothing overwritten.
   const auto again = run_detrain("-q " + cmd + " --recursive --no-draw");
@@ -310,6 +313,20 @@ TEST_CASE("predict keeps every input's name and extension and never overwrites",
   CHECK(fs::exists(dir.file("out/labels/a_3.txt")));
   CHECK(fs::exists(dir.file("out/labels/sub/b.txt")));
   CHECK_FALSE(fs::exists(dir.file("out/sub/b.jpg")));
+  // The first run's COCO results stay; this run's pair takes the next free suffix, and is said.
+  CHECK(read_file(dir.file("out/predictions.json")) == first_predictions);
+  const auto ids = nlohmann::json::parse(read_file(dir.file("out/images_2.json")));
+  CHECK(ids.size() == 3);  // a.jpg, a.png, sub/b.jpg: the recursive run's own list
+  CHECK(nlohmann::json::parse(read_file(dir.file("out/predictions_2.json"))).size() == 15);
+  CHECK_THAT(again.output, Catch::Contains("COCO results " + dir.file("out/predictions_2.json") +
+                                           " (image list " + dir.file("out/images_2.json") + ")"));
+  // A third run, and a stray images_3.json: both files move on to _4 together.
+  write_file_atomic(dir.file("out/images_3.json"), "[]\n");
+  REQUIRE(run_detrain("-q " + cmd + " --no-draw").exit_code == 0);
+  CHECK(fs::exists(dir.file("out/predictions_4.json")));
+  CHECK(fs::exists(dir.file("out/images_4.json")));
+  CHECK_FALSE(fs::exists(dir.file("out/predictions_3.json")));
+  CHECK(read_file(dir.file("out/images_3.json")) == "[]\n");
 
   // A run directory as weights: its best.ckpt.
   const auto glob = run_detrain("predict -w '" + s.run_dir + "' -s '" + dir.file("in") +
