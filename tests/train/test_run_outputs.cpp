@@ -109,6 +109,11 @@ TEST_CASE("a run writes every plot and a readable train.log and a small best.ckp
   CHECK_THAT(log, Catch::Contains("augment.close_mosaic=10 >= train.epochs=2"));
   CHECK_THAT(log, Catch::Contains("Epoch") && Catch::Contains("1/2") && Catch::Contains("2/2"));
   CHECK_THAT(log, Catch::Contains("COCO") && Catch::Contains("AP50"));
+  // Validation progress in plain form, before each validation table.
+  const auto validated = log.find(" images in ");
+  CHECK(log.find("validated ") != std::string::npos);
+  CHECK(validated < log.find("AP50"));
+  CHECK(log.find('\r') == std::string::npos);
   CHECK_THAT(log, Catch::Contains("2 epochs (") && Catch::Contains(p.best_ckpt) &&
                       Catch::Contains("last (resumable): " + p.last_ckpt));
 
