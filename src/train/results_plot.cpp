@@ -34,7 +34,7 @@ double nice_step(double range, int target_ticks) {
 // `top`: the largest |value| on the axis.
 std::string tick_text(double v, double step, double top) {
   char buf[32];
-  if (std::abs(v) < step * 1e-6) v = 0;
+  if (std::abs(v) < step * 1e-6) return "0";
   const int step_digits = static_cast<int>(std::floor(std::log10(step) + 1e-9));
   if (step >= 1 && std::abs(v) < 1e6) {
     std::snprintf(buf, sizeof buf, "%.0f", v);
@@ -173,14 +173,18 @@ void draw_panel(cv::Mat& canvas, cv::Rect area, const Panel& panel,
   y_lo -= y_pad;
   y_hi += y_pad;
 
-  // Tick labels first: the left margin is as wide as the widest y label.
-  const double y_step = nice_step(y_hi - y_lo, 2);
+  // Tick labels first: the left margin is as wide as the widest y label. Two or three ticks.
+  const double top = std::max(std::abs(y_lo), std::abs(y_hi));
   std::vector<std::pair<double, std::string>> y_ticks;
-  int label_w = 0;
-  for (double v = std::ceil(y_lo / y_step) * y_step; v <= y_hi; v += y_step) {
-    y_ticks.push_back({v, tick_text(v, y_step, std::max(std::abs(y_lo), std::abs(y_hi)))});
-    label_w = std::max(label_w, text_extent(y_ticks.back().second, tick_scale).width);
+  for (int target = 2; target <= 4 && y_ticks.size() < 2; ++target) {
+    y_ticks.clear();
+    const double y_step = nice_step(y_hi - y_lo, target);
+    for (double v = std::ceil(y_lo / y_step) * y_step; v <= y_hi; v += y_step)
+      y_ticks.push_back({v, tick_text(v, y_step, top)});
   }
+  int label_w = 0;
+  for (const auto& tick : y_ticks)
+    label_w = std::max(label_w, text_extent(tick.second, tick_scale).width);
   const cv::Rect plot(area.x + label_w + 14, plot_top, 0, 0);
   const cv::Rect box(plot.x, plot.y, area.x + area.width - 34 - plot.x,
                      area.y + area.height - tick_h - 20 - plot.y);
@@ -198,7 +202,13 @@ void draw_panel(cv::Mat& canvas, cv::Rect area, const Panel& panel,
     const cv::Size s = text_extent(label, tick_scale);
     draw_text(canvas, label, {box.x - s.width - 8, py + s.height / 2}, tick_scale, kBlack);
   }
-  const double x_step = std::max(1.0, nice_step(x_hi - x_lo, 3));
+  // As many x ticks as fit with a label's width between them, at most 4.
+  const int x_label_w = text_extent(tick_text(x_hi, 1, x_hi), tick_scale).width;
+  double x_step = std::max(1.0, nice_step(x_hi - x_lo, 3));
+  for (int target = 3; target >= 1; --target) {
+    x_step = std::max(1.0, nice_step(x_hi - x_lo, target));
+    if ((x_hi - x_lo) / x_step * 2 * x_label_w <= box.width) break;
+  }
   for (double v = std::ceil(x_lo / x_step) * x_step; v <= x_hi + 1e-9; v += x_step) {
     const int px = static_cast<int>(std::lround(to_px(v, y_lo).x));
     cv::line(canvas, {px, box.y + box.height}, {px, box.y + box.height + 6}, kBlack, 2);
