@@ -86,9 +86,13 @@ Command add_export_command(CLI::App& root) {
       ->required();
   app->add_option("--format,-f", args->format, "onnx (default) or safetensors");
   app->add_option("--imgsz", args->imgsz,
-                  "ONNX input size in px (default: the config's data.imgsz)");
+                  "ONNX input height and width in px, fixed in the file (default: the config's "
+                  "data.imgsz); letterbox images to it");
   auto* batch = app->add_option("--batch", args->batch, "fixed ONNX batch size (default 1)");
-  app->add_flag("--dynamic", args->dynamic, "ONNX batch dimension left free")->excludes(batch);
+  app->add_flag("--dynamic", args->dynamic,
+                "ONNX batch dimension left free (\"batch\"); height and width stay fixed at "
+                "--imgsz, the anchor grids being constants")
+      ->excludes(batch);
   app->add_flag("--half", args->half, "ONNX weights and activations in float16");
   app->add_option("--opset", args->opset, "ONNX opset (17 to 21, default 17)");
   app->add_option("--out,-o", args->out, "output file (default: the weights' path, new extension)");

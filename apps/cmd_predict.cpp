@@ -1,5 +1,6 @@
 // `detrain predict`: a checkpoint or safetensors weights on an image or a directory; writes the
-// images with detections drawn, predictions.json and images.json to --out.
+// images with detections drawn, predictions.json and images.json to --out (never over a file
+// that is there: predictions_2.json, ...), and says where.
 #include <iostream>
 
 #include "commands.h"
@@ -48,9 +49,10 @@ int run_predict(const PredictArgs& args) {
                                                         args.source, args.out, options);
   std::cout << s.detections << " detections on " << s.images << " images";
   if (s.unreadable) std::cout << " (" << s.unreadable << " unreadable files skipped)";
-  std::cout << "; " << (options.draw ? "drawn images, " : "")
-            << (options.save_txt ? "labels/*.txt, " : "") << "predictions.json and images.json in "
-            << s.out_dir << "\n";
+  std::string files = options.draw ? "drawn images" : "";
+  if (options.save_txt) files += files.empty() ? "labels/*.txt" : " and labels/*.txt";
+  if (!files.empty()) std::cout << "; " << files << " in " << s.out_dir;
+  std::cout << "; COCO results " << s.predictions_json << " (image list " << s.images_json << ")\n";
   return 0;
 }
 

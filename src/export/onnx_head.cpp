@@ -55,23 +55,46 @@ Value binary(EmitContext& ctx, const std::string& type, const Value& a, const Va
   return op1(ctx, type, {a.name, b.name}, std::move(sample), {}, hint);
 }
 
-// DFLImpl::forward: softmax over the bins, expectation through the frozen 1x1 conv.
+// model::sum_in_order over axis 1: Split into slices, then one Add per slice in index order.
+Value sum_in_order(EmitContext& ctx, const Value& x, const std::string& hint) {
+  const int64_t n = x.sample.size(1);
+  const std::vector<Value> slices = split(ctx, x, std::vector<int64_t>(n, 1), 1, hint);
+  Value total = slices[0];
+  for (int64_t i = 1; i < n; ++i)
+    total = binary(ctx, "Add", total, slices[i], total.sample + slices[i].sample, hint);
+  return total;
+}
+
+// DFLImpl::forward op for op: max-shifted exp over its in-order sum, times the frozen weights
+// 0..R-1, summed in order. (ONNX Softmax and a 1x1 Conv would normalise and accumulate in
+// onnxruntime's own order: up to 4 float steps of a pixel coordinate once times the stride.)
 Value dfl(EmitContext& ctx, torch::nn::Module& dfl_module, const Value& x,
           const std::string& path) {
   auto* conv = child(dfl_module, "conv", path).as<model::PlainConvImpl>();
   if (!conv) throw ModelError("ONNX export: " + path + ".conv is not a plain conv");
   const int64_t bins = conv->weight.size(1), anchors = x.sample.size(2);
-  auto s = x.sample.view({x.sample.size(0), 4, bins, anchors}).transpose(2, 1).softmax(1);
   Value v = op1(ctx, "Reshape", {x.name, ctx.graph.ints({0, 4, bins, anchors}, path)},
                 x.sample.view({-1, 4, bins, anchors}), {}, path);
   v = op1(ctx, "Transpose", {v.name}, v.sample.transpose(2, 1), {A::of_ints("perm", {0, 2, 1, 3})},
-          path);
-  v = op1(ctx, "Softmax", {v.name}, s, {A::of_int("axis", 1)}, path);
-  const std::string weight = ctx.graph.initializer(conv->weight.to(torch::kFloat), path + ".w");
-  v = op1(ctx, "Conv", {v.name, weight}, conv->forward(s), {A::of_ints("kernel_shape", {1, 1})},
-          path);
-  return op1(ctx, "Reshape", {v.name, ctx.graph.ints({0, 4, anchors}, path)},
-             v.sample.view({-1, 4, anchors}), {}, path);
+          path);  // [B, R, 4, A]
+  std::vector<OnnxAttribute> reduce_attrs{A::of_int("keepdims", 1)};
+  std::vector<std::string> reduce_inputs{v.name};
+  // ReduceMax takes its axes as an input from opset 18 on.
+  if (ctx.graph.opset() >= 18)
+    reduce_inputs.push_back(ctx.graph.ints({1}, path));
+  else
+    reduce_attrs.push_back(A::of_ints("axes", {1}));
+  const Value max =
+      op1(ctx, "ReduceMax", reduce_inputs, v.sample.amax(1, true), reduce_attrs, path);
+  const Value shifted = binary(ctx, "Sub", v, max, v.sample - max.sample, path);
+  const Value e = op1(ctx, "Exp", {shifted.name}, shifted.sample.exp(), {}, path);
+  const Value total = sum_in_order(ctx, e, path);
+  const Value probs = binary(ctx, "Div", e, total, e.sample / total.sample, path);
+  const Value weights = constant(ctx, conv->weight.to(torch::kFloat), path + ".w");  // [1,R,1,1]
+  const Value weighted = binary(ctx, "Mul", probs, weights, probs.sample * weights.sample, path);
+  const Value expectation = sum_in_order(ctx, weighted, path);  // [B, 1, 4, A]
+  return op1(ctx, "Reshape", {expectation.name, ctx.graph.ints({0, 4, anchors}, path)},
+             expectation.sample.view({-1, 4, anchors}), {}, path);
 }
 
 Value sigmoid(EmitContext& ctx, const Value& x, const std::string& hint) {

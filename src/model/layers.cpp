@@ -260,11 +260,20 @@ DFLImpl::DFLImpl(int64_t reg_max) : reg_max_(reg_max) {
   conv->weight.set_requires_grad(false);
 }
 
+torch::Tensor sum_in_order(const torch::Tensor& t, int64_t dim) {
+  torch::Tensor total = t.narrow(dim, 0, 1);
+  for (int64_t i = 1; i < t.size(dim); ++i) total = total + t.narrow(dim, i, 1);
+  return total;
+}
+
 torch::Tensor DFLImpl::forward(const torch::Tensor& x) {
   const int64_t batch = x.size(0), anchors = x.size(2);
-  // [B, 4*R, A] -> [B, R, 4, A]: softmax over the bins, then the expectation as a 1x1 conv.
-  auto probs = x.view({batch, 4, reg_max_, anchors}).transpose(2, 1).softmax(1);
-  return conv(probs).view({batch, 4, anchors});
+  // [B, 4*R, A] -> [B, R, 4, A]: softmax over the bins (max-shifted exp over its in-order
+  // sum), then the expectation: the sum in order of the probabilities times the conv weights.
+  const auto logits = x.view({batch, 4, reg_max_, anchors}).transpose(2, 1);
+  const auto e = (logits - logits.amax(1, /*keepdim=*/true)).exp();
+  const auto probs = e / sum_in_order(e, 1);
+  return sum_in_order(probs * conv->weight, 1).view({batch, 4, anchors});
 }
 
 void fuse_conv_bn(torch::nn::Module& root) {

@@ -253,7 +253,9 @@ class UpsampleImpl : public torch::nn::Module {
 TORCH_MODULE(Upsample);
 
 // Distribution focal loss integral: softmax over reg_max bins per side, then the expectation
-// through a frozen 1x1 conv whose weights are 0..reg_max-1 (state-dict name `conv.weight`).
+// with the frozen weights 0..reg_max-1 of a 1x1 conv (state-dict name `conv.weight`). Computed
+// as elementwise ops and in-order sums (see sum_in_order) rather than a fused softmax and a
+// conv, so that the exported ONNX graph (export/onnx_head.cpp) rounds exactly as this does.
 class DFLImpl : public torch::nn::Module {
  public:
   explicit DFLImpl(int64_t reg_max = 16);
@@ -264,6 +266,11 @@ class DFLImpl : public torch::nn::Module {
   PlainConv conv{nullptr};
 };
 TORCH_MODULE(DFL);
+
+// `t` summed over `dim` one slice at a time in index order, keeping `dim` (size 1): a fixed
+// sequence of float additions that any runtime reproduces, where a library reduction or a GEMM
+// picks its own order (a few float steps of difference, which decoding multiplies by strides).
+torch::Tensor sum_in_order(const torch::Tensor& t, int64_t dim);
 
 // Folds every Conv's BatchNorm into its convolution (inference only).
 void fuse_conv_bn(torch::nn::Module& root);

@@ -4,8 +4,10 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <set>
 
 #include "common/errors.h"
+#include "model/safetensors.h"
 #include "model/state_dict.h"
 #include "train/run_dir.h"
 
@@ -29,16 +31,112 @@ std::string initial_weights_file(const std::string& weights) {
   return weights;
 }
 
+namespace {
+
+// "yolo11n weights (80 classes)" from an exported file's metadata, else its tensor count.
+std::string describe_file(const model::SafetensorsFile& file) {
+  const auto arch = file.metadata.find("arch");
+  const auto nc = file.metadata.find("nc");
+  std::string s = arch != file.metadata.end() ? arch->second + " weights" : "weights";
+  if (nc != file.metadata.end()) s += " (" + nc->second + " classes)";
+  return s + ", " + std::to_string(file.tensors.size()) + " tensors";
+}
+
+// The file's class count as its class-output convs tell (their first dimension where the
+// model's is its nc), else its metadata's, else "another number of".
+std::string file_classes(const model::SafetensorsFile& file, const std::set<int64_t>& from_shapes) {
+  if (from_shapes.size() == 1) return std::to_string(*from_shapes.begin());
+  const auto nc = file.metadata.find("nc");
+  return nc != file.metadata.end() ? nc->second : "another number of";
+}
+
+// Copies each tensor of `tensors` that the model has under the same name and shape; counts the
+// others as fresh.
+void copy_matching(model::YoloModelImpl& model, const std::map<std::string, torch::Tensor>& tensors,
+                   InitialWeightsReport& report) {
+  torch::NoGradGuard no_grad;
+  for (auto [name, target] : model::state_dict(model)) {
+    const auto it = tensors.find(name);
+    if (it != tensors.end() && it->second.sizes() == target.sizes()) {
+      target.copy_(it->second.to(target.device(), target.scalar_type()));
+      ++report.loaded;
+    } else {
+      ++report.fresh;
+    }
+  }
+}
+
+void say_partial(const InitialWeightsReport& report, const std::string& classes_there,
+                 int64_t classes_here) {
+  spdlog::warn(
+      "model.weights: {} is for {} classes, this run has {}: transferred {}/{} tensors, "
+      "skipped {} class-head tensors (they start from their initialisation)",
+      report.path, classes_there, classes_here, report.loaded, report.loaded + report.fresh,
+      report.fresh);
+}
+
+// A safetensors state dict with reference names: every tensor, or for another class count
+// every tensor but the class branch's that changed shape (the reference's intersect_dicts: the
+// head's cv3 / one2one_cv3 towers, whose width follows nc up to 100); anything else is
+// another architecture.
+InitialWeightsReport load_safetensors_weights(model::YoloModelImpl& model,
+                                              const ArchIdentity& identity,
+                                              InitialWeightsReport report) {
+  const model::SafetensorsFile file = model::read_safetensors(report.path);
+  const std::string head = "model." + std::to_string(model.rows().size() - 1) + ".";
+  auto class_branch = [&](const std::string& name) {
+    return name.rfind(head, 0) == 0 && (name.find(".cv3.") != std::string::npos ||
+                                        name.find(".one2one_cv3.") != std::string::npos);
+  };
+  const auto state = model::state_dict(model);
+  std::vector<std::string> other_shape;
+  std::set<int64_t> file_nc;  // dim 0 of the class-output convs, where the model's is its nc
+  size_t missing = 0, class_shapes = 0;
+  for (const auto& [name, target] : state) {
+    const auto it = file.tensors.find(name);
+    if (it == file.tensors.end()) {
+      ++missing;
+    } else if (it->second.sizes() != target.sizes()) {
+      if (!class_branch(name)) {
+        other_shape.push_back(name);
+        continue;
+      }
+      ++class_shapes;
+      const auto& f = it->second;
+      if (f.dim() == target.dim() && f.dim() > 0 && target.size(0) == identity.nc &&
+          f.sizes().slice(1) == target.sizes().slice(1))
+        file_nc.insert(f.size(0));
+    }
+  }
+  const size_t unexpected = file.tensors.size() + missing - state.size();
+  const bool same_names = missing == 0 && unexpected == 0;
+  if (same_names && other_shape.empty() && class_shapes == 0) {
+    model::load_state_dict(model, file.tensors, report.path);
+    report.loaded = state.size();
+    spdlog::info("model.weights: {} tensors from {}", report.loaded, report.path);
+    return report;
+  }
+  if (same_names && other_shape.empty() && !file_nc.empty()) {
+    copy_matching(model, file.tensors, report);
+    say_partial(report, file_classes(file, file_nc), identity.nc);
+    return report;
+  }
+  std::string why = std::to_string(missing) + " of this model's tensors missing, " +
+                    std::to_string(unexpected) + " unknown to it";
+  if (!other_shape.empty()) why += ", " + other_shape.front() + " of another shape";
+  throw ModelError("model.weights=" + report.path + " (" + describe_file(file) + ") is not for " +
+                   identity.describe() + ": " + why +
+                   "; use weights of this architecture or set model.arch/model.scale to match");
+}
+
+}  // namespace
+
 InitialWeightsReport load_initial_weights(model::YoloModelImpl& model, const ArchIdentity& identity,
                                           const std::string& weights) {
   InitialWeightsReport report;
   report.path = initial_weights_file(weights);
-  if (fs::path(report.path).extension() == ".safetensors") {
-    model::load_weights(model, report.path);
-    report.loaded = model::state_dict(model).size();
-    spdlog::info("model.weights: {} tensors from {}", report.loaded, report.path);
-    return report;
-  }
+  if (fs::path(report.path).extension() == ".safetensors")
+    return load_safetensors_weights(model, identity, report);
   report.from_checkpoint = true;
   const Checkpoint c = load_checkpoint(report.path);
   const ArchIdentity& saved = c.arch;
@@ -50,27 +148,14 @@ InitialWeightsReport load_initial_weights(model::YoloModelImpl& model, const Arc
                      "; use weights of this architecture or set model.arch/model.scale to match");
   const NamedTensors& state = c.ema.empty() ? c.model : c.ema;
   std::map<std::string, torch::Tensor> tensors(state.begin(), state.end());
-  if (saved.nc == identity.nc) {
-    model::load_state_dict(model, tensors, report.path);
-    report.loaded = tensors.size();
-  } else {
+  if (saved.nc != identity.nc) {
     // Only the class heads' last layers depend on nc: every other tensor keeps its shape.
-    torch::NoGradGuard no_grad;
-    for (auto [name, target] : model::state_dict(model)) {
-      const auto it = tensors.find(name);
-      if (it != tensors.end() && it->second.sizes() == target.sizes()) {
-        target.copy_(it->second.to(target.device(), target.scalar_type()));
-        ++report.loaded;
-      } else {
-        ++report.fresh;
-      }
-    }
-    spdlog::warn(
-        "model.weights: {} was trained for {} classes, this run has {}: loaded {} tensors, the "
-        "class heads ({} tensors) start from their initialisation",
-        report.path, saved.nc, identity.nc, report.loaded, report.fresh);
+    copy_matching(model, tensors, report);
+    say_partial(report, std::to_string(saved.nc), identity.nc);
     return report;
   }
+  model::load_state_dict(model, tensors, report.path);
+  report.loaded = tensors.size();
   spdlog::info("model.weights: {} weights of {} ({} tensors)", c.ema.empty() ? "raw model" : "EMA",
                report.path, report.loaded);
   return report;

@@ -1,9 +1,12 @@
 // model.weights for a new run (fine-tuning, "train longer"): a detrain checkpoint (its EMA
 // weights, as validated, else the raw model), a run directory (its weights/best.ckpt, else
-// weights/last.ckpt) or a safetensors state dict with reference names (strict). A checkpoint
-// of another architecture, scale or keypoint shape is refused naming both; one with another
-// class count loads everything but the class heads, as the reference's intersect_dicts does,
-// and says so.
+// weights/last.ckpt) or a safetensors state dict with reference names. A checkpoint of another
+// architecture, scale or keypoint shape, or a safetensors file whose names or shapes are not
+// this model's, is refused naming both; weights for another class count (a checkpoint's nc, or
+// safetensors whose only differences are in the head's class branch) load every tensor of the
+// same name and shape, as the reference's intersect_dicts does, leave the class heads at their
+// initialisation and say so in one warning line ("transferred 606/708 tensors, skipped 102
+// class-head tensors").
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
-// Run plots drawn with OpenCV: results.png (one small line plot per results.csv column, raw
-// points plus a Gaussian-smoothed line, sigma 3, as the reference draws with matplotlib) and
+// Run plots drawn with OpenCV: results.png (results.csv against epoch, raw points plus a
+// trend line, sigma 3 epochs, as the reference draws with matplotlib) and
 // batch mosaics for train_batch*.jpg / val_pred*.jpg (boxes, class names, scores, keypoints
 // and skeleton). Torch-free: callers hand over BGR images and plain numbers.
 #pragma once
@@ -20,9 +20,10 @@ std::vector<double> gaussian_smooth(const std::vector<double>& values, double si
 // results.png, which unlike gaussian_smooth does not lag behind a trend at the ends.
 std::vector<double> trend_smooth(const std::vector<double>& values, double sigma);
 
-// Every column but `epoch` and `time` against epoch, in a grid of panels with axes, tick
-// labels and a title; the lr/pg* columns in one panel, columns that are zero throughout left
-// out. Non-finite values are left out.
+// Every column but `epoch` and `time` against epoch, three panels a row, text sized to read
+// at 160 px wide (plot_text.h): a loss's train and val columns in one panel, precision and
+// recall in one, mAP50 and mAP50-95 in one (per B/P kind), the lr/pg* groups in one (a line per
+// distinct schedule); losses that are zero throughout left out, non-finite values skipped.
 cv::Mat draw_results(const ResultsTable& table);
 // draw_results written as PNG, atomically (IoError on failure). Nothing is written for a
 // table without rows.

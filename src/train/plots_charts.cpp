@@ -1,6 +1,6 @@
-// See plots_charts.h. Sizes are fixed in pixels and text is drawn at least 0.55 scale, so a
-// chart scaled to 640 px reads like the reference's and a 160 px thumbnail still shows the
-// mean curve and the matrix's diagonal.
+// See plots_charts.h. Sizes are fixed in pixels; titles, axis names and tick labels are sized
+// by plot_text.h to read when a chart is shown 160 px wide (per-class legends and class names of
+// large data sets cannot, and are sized to the room they have).
 #include "train/plots_charts.h"
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
+#include "train/plot_text.h"
 #include "train/plots.h"
 
 namespace detrain::train {
@@ -20,34 +21,6 @@ namespace {
 
 const cv::Scalar kWhite(255, 255, 255), kBlack(0, 0, 0), kGrid(225, 225, 225),
     kMeanColour(255, 0, 0), kFaint(160, 160, 160);
-constexpr auto kFont = cv::FONT_HERSHEY_SIMPLEX;
-
-void text(cv::Mat& img, const std::string& s, cv::Point at, double scale,
-          const cv::Scalar& colour = kBlack, int thickness = 1) {
-  cv::putText(img, s, at, kFont, scale, colour, thickness, cv::LINE_AA);
-}
-
-cv::Size measure(const std::string& s, double scale, int thickness = 1) {
-  int baseline = 0;
-  return cv::getTextSize(s, kFont, scale, thickness, &baseline);
-}
-
-// Text turned 90 degrees counter-clockwise (read bottom to top, like matplotlib's rotated
-// labels), its start at `bottom_left`.
-void vertical_text(cv::Mat& img, const std::string& s, cv::Point bottom_left, double scale,
-                   const cv::Scalar& colour = kBlack) {
-  const cv::Size size = measure(s, scale);
-  cv::Mat strip(size.height + 6, size.width + 4, CV_8UC3, kWhite);
-  text(strip, s, {2, size.height + 2}, scale, colour);
-  cv::Mat turned;
-  cv::rotate(strip, turned, cv::ROTATE_90_COUNTERCLOCKWISE);
-  const cv::Rect at(bottom_left.x, bottom_left.y - turned.rows, turned.cols, turned.rows);
-  const cv::Rect clipped = at & cv::Rect(0, 0, img.cols, img.rows);
-  if (clipped.area() == 0) return;
-  cv::Mat roi = img(clipped);
-  cv::Mat src = turned(cv::Rect(clipped.x - at.x, clipped.y - at.y, clipped.width, clipped.height));
-  cv::min(roi, src, roi);  // dark text over the white background
-}
 
 // matplotlib's "Blues" between its ends (t in [0, 1]), BGR.
 cv::Scalar blues(double t) {
@@ -61,37 +34,66 @@ cv::Point2i px(const cv::Rect& plot, double x, double y) {
           plot.y + plot.height - static_cast<int>(std::lround(y * plot.height))};
 }
 
-// Axes of a unit square plot: grid at 0.2 steps, tick labels, axis names.
+// Text centred on `centre_x` with its baseline at `base`.
+void centred(cv::Mat& img, const std::string& s, int centre_x, int base, double scale,
+             const cv::Scalar& colour = kBlack) {
+  draw_text(img, s, {centre_x - text_extent(s, scale).width / 2, base}, scale, colour);
+}
+
+// Axes of a unit square plot: grid at 0.2 steps, tick labels (0, 0.2, ... 1) and axis names,
+// all outside `plot`; `tick`/`label`: font scales.
 void unit_axes(cv::Mat& img, const cv::Rect& plot, const std::string& x_label,
-               const std::string& y_label) {
+               const std::string& y_label, double tick, double label) {
+  const int tick_h = text_extent("0", tick).height;
   for (int i = 0; i <= 5; ++i) {
     const double v = i / 5.0;
     const cv::Point xb = px(plot, v, 0), yl = px(plot, 0, v);
-    cv::line(img, {xb.x, plot.y}, {xb.x, plot.y + plot.height}, kGrid, 1);
-    cv::line(img, {plot.x, yl.y}, {plot.x + plot.width, yl.y}, kGrid, 1);
+    cv::line(img, {xb.x, plot.y}, {xb.x, plot.y + plot.height}, kGrid, 2);
+    cv::line(img, {plot.x, yl.y}, {plot.x + plot.width, yl.y}, kGrid, 2);
     char buf[8];
-    std::snprintf(buf, sizeof buf, "%.1f", v);
-    const cv::Size s = measure(buf, 0.55);
-    text(img, buf, {xb.x - s.width / 2, plot.y + plot.height + s.height + 10}, 0.55);
-    text(img, buf, {plot.x - s.width - 8, yl.y + s.height / 2}, 0.55);
+    std::snprintf(buf, sizeof buf, i == 0 ? "0" : i == 5 ? "1" : "%.1f", v);
+    centred(img, buf, xb.x, plot.y + plot.height + tick_h + 12, tick);
+    const cv::Size s = text_extent(buf, tick);
+    draw_text(img, buf, {plot.x - s.width - 10, yl.y + s.height / 2}, tick, kBlack);
   }
-  cv::rectangle(img, plot, kBlack, 1);
-  const cv::Size xs = measure(x_label, 0.7);
-  text(img, x_label, {plot.x + (plot.width - xs.width) / 2, plot.y + plot.height + 58}, 0.7);
-  const cv::Size ys = measure(y_label, 0.7);
-  vertical_text(img, y_label, {plot.x - 78, plot.y + (plot.height + ys.width) / 2}, 0.7);
+  cv::rectangle(img, plot, kBlack, 2);
+  const int label_h = text_extent("0", label).height;
+  centred(img, x_label, plot.x + plot.width / 2, plot.y + plot.height + 2 * tick_h + label_h + 28,
+          label);
+  const int y_label_w = text_extent(y_label, label).width;
+  const int widest_tick = text_extent("0.8", tick).width;
+  draw_vertical_text(img, y_label,
+                     {plot.x - widest_tick - label_h - 34, plot.y + (plot.height + y_label_w) / 2},
+                     label, kBlack);
 }
 
 }  // namespace
 
 cv::Mat draw_curve_chart(const CurveChart& c) {
   const bool legend_per_class = !c.lines.empty() && c.lines.size() < 21;
-  const int width = legend_per_class ? 1120 : 900, height = 640;
+  const int width = legend_per_class ? 1120 : 900, height = 720;
   cv::Mat img(height, width, CV_8UC3, kWhite);
-  const cv::Rect plot(96, 56, 760 - 96, height - 56 - 84);
-  const cv::Size ts = measure(c.title, 0.8, 2);
-  text(img, c.title, {plot.x + (plot.width - ts.width) / 2, 36}, 0.8, kBlack, 2);
-  unit_axes(img, plot, c.x_label, c.y_label);
+  const double title = fit_scale(c.title, legible_scale(width, kTitlePx160), width - 20);
+  const double label = legible_scale(width, kLabelPx160);
+  const double tick = legible_scale(width, kTickPx160);
+  const int title_h = text_extent("0", title).height, label_h = text_extent("0", label).height;
+  const int tick_h = text_extent("0", tick).height;
+  centred(img, c.title, width / 2, 14 + title_h, title);
+  // The mean's legend on its own row under the title, where no curve can hide it.
+  const double mean_scale = fit_scale(c.mean_label, label, width - 120);
+  const int legend_base = 14 + title_h + 22 + label_h;
+  const int legend_w = 56 + text_extent(c.mean_label, mean_scale).width;
+  cv::Point at((width - legend_w) / 2, legend_base);
+  cv::line(img, at + cv::Point(0, -label_h / 2), at + cv::Point(44, -label_h / 2), kMeanColour, 6,
+           cv::LINE_AA);
+  draw_text(img, c.mean_label, at + cv::Point(56, 0), mean_scale, kBlack);
+
+  const int left = text_extent("0.8", tick).width + label_h + 56;
+  const int plot_top = legend_base + 26;
+  const int plot_bottom = height - (2 * tick_h + label_h + 44);
+  const int plot_right = legend_per_class ? width - 300 : width - 40;
+  const cv::Rect plot(left, plot_top, plot_right - left, plot_bottom - plot_top);
+  unit_axes(img, plot, c.x_label, c.y_label, tick, label);
   auto draw = [&](const std::vector<double>& ys, const cv::Scalar& colour, int thickness) {
     std::vector<cv::Point> points;
     for (size_t i = 0; i < ys.size() && i < c.xs.size(); ++i)
@@ -99,20 +101,24 @@ cv::Mat draw_curve_chart(const CurveChart& c) {
     cv::polylines(img, points, false, colour, thickness, cv::LINE_AA);
   };
   for (size_t k = 0; k < c.lines.size(); ++k)
-    draw(c.lines[k], legend_per_class ? class_colour(static_cast<int>(k)) : kFaint, 1);
-  draw(c.mean, kMeanColour, 4);
-  // Legend: the mean first (bold), then the classes, to the right of the plot.
-  cv::Point at(plot.x + plot.width + 24, plot.y + 16);
-  if (!legend_per_class) at = {plot.x + plot.width - 330, plot.y + 30};
-  cv::line(img, at + cv::Point(0, -6), at + cv::Point(28, -6), kMeanColour, 4, cv::LINE_AA);
-  text(img, c.mean_label, at + cv::Point(36, 0), 0.55, kBlack, legend_per_class ? 1 : 2);
-  if (legend_per_class)
-    for (size_t k = 0; k < c.lines.size() && k < c.line_names.size(); ++k) {
-      at.y += 26;
-      cv::line(img, at + cv::Point(0, -6), at + cv::Point(28, -6),
-               class_colour(static_cast<int>(k)), 2, cv::LINE_AA);
-      text(img, c.line_names[k], at + cv::Point(36, 0), 0.5);
+    draw(c.lines[k], legend_per_class ? class_colour(static_cast<int>(k)) : kFaint, 2);
+  draw(c.mean, kMeanColour, 6);
+  // Per-class legend (fewer than 21 classes) to the right of the plot, in the class colours.
+  if (legend_per_class) {
+    const int room = width - (plot.x + plot.width) - 40;
+    const int rows = static_cast<int>(std::min(c.lines.size(), c.line_names.size()));
+    const double name_scale =
+        std::min(tick * 0.8, 0.9 * plot.height / std::max(1, rows) / text_extent("0", 1.0).height);
+    const int step = std::max(text_extent("0", name_scale).height * 2, plot.height / 12);
+    cv::Point row(plot.x + plot.width + 30, plot.y + text_extent("0", name_scale).height);
+    for (int k = 0; k < rows; ++k, row.y += std::min(step, plot.height / std::max(1, rows))) {
+      const int h = text_extent("0", name_scale).height;
+      cv::line(img, row + cv::Point(0, -h / 2), row + cv::Point(30, -h / 2), class_colour(k), 4,
+               cv::LINE_AA);
+      draw_text(img, c.line_names[k], row + cv::Point(40, 0),
+                fit_scale(c.line_names[k], name_scale, room - 40), kBlack);
     }
+  }
   return img;
 }
 
@@ -134,17 +140,34 @@ cv::Mat draw_confusion_matrix(const std::vector<std::vector<double>>& matrix,
   for (int i = 0; i < n - 1; ++i)
     labels.push_back(i < static_cast<int>(names.size()) ? names[i] : std::to_string(i));
   labels.push_back("background");
-  const double label_scale = n <= 12 ? 0.6 : n <= 40 ? 0.45 : 0.32;
-  int label_len = 0;
+
+  const int width = 1200;
+  const double title_scale = legible_scale(width, kTitlePx160);
+  const double label = legible_scale(width, kLabelPx160);
+  const double tick = legible_scale(width, kTickPx160);
+  const int label_h = text_extent("0", label).height, tick_h = text_extent("0", tick).height;
+  // Class names as large as the labels, or as the cells allow (up to 80% of a cell's height).
+  const int side_guess = 800;
+  const double name_scale =
+      std::min(tick, 0.8 * side_guess / n / text_extent("0", 1.0).height * 0.75);
+  int name_len = 0;
   if (show_names)
-    for (const auto& l : labels) label_len = std::max(label_len, measure(l, label_scale).width);
-  const int side = 760, left = 70 + label_len + 10, top_margin = 60, bottom = 70 + label_len + 10;
-  cv::Mat img(top_margin + side + bottom, left + side + 120, CV_8UC3, kWhite);
+    for (const auto& l : labels) name_len = std::max(name_len, text_extent(l, name_scale).width);
+  const int bar_w = 36,
+            bar_room = bar_w + 30 + text_extent(normalised ? "0.00" : "000", tick).width;
+  const int left = 30 + label_h + 24 + name_len + 14;
+  const int side = width - left - bar_room - 40;
+  const std::string title = normalised ? "Confusion matrix, normalised" : "Confusion matrix";
+  const double title_fit = fit_scale(title, title_scale, width - 40);
+  const int title_h = text_extent("0", title_fit).height;
+  const int top_margin = 24 + title_h + 30;
+  const int bottom = 14 + name_len + 24 + label_h + 30;
+  cv::Mat img(top_margin + side + bottom, width, CV_8UC3, kWhite);
   const double cell = static_cast<double>(side) / n;
-  const std::string title =
-      normalised ? "Confusion matrix (normalised by true class)" : "Confusion matrix (counts)";
-  const cv::Size ts = measure(title, 0.8, 2);
-  text(img, title, {left + (side - ts.width) / 2, 38}, 0.8, kBlack, 2);
+  // Over the matrix, or as near as the image's edges allow.
+  const int title_w = text_extent(title, title_fit).width;
+  const int title_x = std::clamp(left + side / 2 - title_w / 2, 20, width - 20 - title_w);
+  draw_text(img, title, {title_x, 24 + title_h}, title_fit, kBlack);
   for (int row = 0; row < n; ++row)
     for (int col = 0; col < n; ++col) {
       const double v = values[row][col];
@@ -156,42 +179,49 @@ cv::Mat draw_confusion_matrix(const std::vector<std::vector<double>>& matrix,
       if (!annotate || v < (normalised ? 0.005 : 0.5)) continue;
       char buf[16];
       std::snprintf(buf, sizeof buf, normalised ? "%.2f" : "%.0f", v);
-      const double scale = std::clamp(cell / 70.0, 0.35, 0.8);
-      const cv::Size s = measure(buf, scale);
-      text(img, buf, {r.x + (r.width - s.width) / 2, r.y + (r.height + s.height) / 2}, scale,
-           v / top > 0.5 ? kWhite : kBlack);
+      // As large as tick labels, or what fits in 80% of the cell.
+      const double scale = fit_scale(normalised ? "0.00" : buf, tick, static_cast<int>(0.8 * cell));
+      const cv::Size s = text_extent(buf, scale);
+      draw_text(img, buf, {r.x + (r.width - s.width) / 2, r.y + (r.height + s.height) / 2}, scale,
+                v / top > 0.5 ? kWhite : kBlack);
     }
-  cv::rectangle(img, cv::Rect(left, top_margin, side, side), kBlack, 1);
+  cv::rectangle(img, cv::Rect(left, top_margin, side, side), kBlack, 2);
   if (show_names)
     for (int i = 0; i < n; ++i) {
       const int centre = static_cast<int>((i + 0.5) * cell);
-      const cv::Size s = measure(labels[i], label_scale);
-      text(img, labels[i], {left - s.width - 6, top_margin + centre + s.height / 2}, label_scale);
-      vertical_text(img, labels[i],
-                    {left + centre - s.height / 2 - 3, top_margin + side + 8 + s.width},
-                    label_scale);
+      const cv::Size s = text_extent(labels[i], name_scale);
+      draw_text(img, labels[i], {left - s.width - 10, top_margin + centre + s.height / 2},
+                name_scale, kBlack);
+      draw_vertical_text(img, labels[i],
+                         {left + centre - s.height / 2 - 4, top_margin + side + 10 + s.width},
+                         name_scale, kBlack);
     }
-  const cv::Size xs = measure("True", 0.75);
-  text(img, "True", {left + (side - xs.width) / 2, top_margin + side + bottom - 20}, 0.75);
-  vertical_text(img, "Predicted", {14, top_margin + (side + measure("Predicted", 0.75).width) / 2},
-                0.75);
+  centred(img, "True", left + side / 2, top_margin + side + 14 + name_len + 24 + label_h, label);
+  draw_vertical_text(img, "Predicted",
+                     {24, top_margin + (side + text_extent("Predicted", label).width) / 2}, label,
+                     kBlack);
   // Colour bar.
-  const cv::Rect bar(left + side + 30, top_margin, 24, side);
+  const cv::Rect bar(left + side + 30, top_margin, bar_w, side);
   for (int y = 0; y < bar.height; ++y)
     cv::line(img, {bar.x, bar.y + y}, {bar.x + bar.width, bar.y + y},
              blues(1.0 - static_cast<double>(y) / bar.height));
-  cv::rectangle(img, bar, kBlack, 1);
+  cv::rectangle(img, bar, kBlack, 2);
   char hi[16];
   std::snprintf(hi, sizeof hi, normalised ? "%.2f" : "%.0f", top);
-  text(img, hi, {bar.x + bar.width + 4, bar.y + 12}, 0.5);
-  text(img, "0", {bar.x + bar.width + 4, bar.y + bar.height}, 0.5);
+  draw_text(img, hi, {bar.x + bar.width + 8, bar.y + tick_h}, tick, kBlack);
+  draw_text(img, "0", {bar.x + bar.width + 8, bar.y + bar.height}, tick, kBlack);
   return img;
 }
 
 cv::Mat draw_labels_plot(const std::vector<data::ImageRecord>& records,
                          const std::vector<std::string>& names) {
-  const int cell = 420, nc = std::max<int>(1, static_cast<int>(names.size()));
-  cv::Mat img(2 * cell, 2 * cell, CV_8UC3, kWhite);
+  const int cell = 450, width = 2 * cell, nc = std::max<int>(1, static_cast<int>(names.size()));
+  cv::Mat img(2 * cell, width, CV_8UC3, kWhite);
+  const double title = legible_scale(width, kTitlePx160 * 0.85);
+  const double label = legible_scale(width, kLabelPx160);
+  const double tick = legible_scale(width, kTickPx160);
+  const int title_h = text_extent("0", title).height, tick_h = text_extent("0", tick).height;
+  const int label_h = text_extent("0", label).height;
   std::vector<int64_t> per_class(static_cast<size_t>(nc), 0);
   std::vector<std::array<double, 5>> boxes;  // class, cx, cy, w, h (normalised)
   for (const auto& r : records)
@@ -203,10 +233,25 @@ cv::Mat draw_labels_plot(const std::vector<data::ImageRecord>& records,
         boxes.push_back({double(c), (b[0] + b[2]) / 2.0 / r.width, (b[1] + b[3]) / 2.0 / r.height,
                          (b[2] - b[0]) / double(r.width), (b[3] - b[1]) / double(r.height)});
     }
-  // 1. Instances per class.
+  const int top = 16 + title_h + 16;  // each quadrant's plot starts under its title
+  auto heading = [&](const std::string& s, const cv::Rect& plot) {
+    centred(img, s, plot.x + plot.width / 2, plot.y - 16, fit_scale(s, title, cell - 20));
+  };
+  // 1. Instances per class: bars, the largest count on the axis, names when they can fit.
   {
-    const cv::Rect plot(70, 40, cell - 90, cell - 110);
-    text(img, "instances per class", {plot.x, 28}, 0.6, kBlack, 1);
+    const int count_w =
+        text_extent(std::to_string(*std::max_element(per_class.begin(), per_class.end())), tick)
+            .width;
+    const double name_scale = std::min(tick * 0.7, 0.8 * (cell - 60.0) / nc / tick_h * tick);
+    int name_len = 0;
+    if (nc <= 30)
+      for (int c = 0; c < nc; ++c)
+        name_len = std::max(
+            name_len, text_extent(c < static_cast<int>(names.size()) ? names[c] : std::to_string(c),
+                                  name_scale)
+                          .width);
+    const cv::Rect plot(count_w + 24, top, cell - count_w - 44, cell - top - name_len - 24);
+    heading("instances", plot);
     const int64_t most =
         std::max<int64_t>(1, *std::max_element(per_class.begin(), per_class.end()));
     const double w = static_cast<double>(plot.width) / nc;
@@ -216,29 +261,39 @@ cv::Mat draw_labels_plot(const std::vector<data::ImageRecord>& records,
                     cv::Rect(plot.x + static_cast<int>(c * w), plot.y + plot.height - h,
                              std::max(1, static_cast<int>(w) - 1), h),
                     class_colour(c), cv::FILLED);
-      if (nc <= 30)
-        vertical_text(img, c < static_cast<int>(names.size()) ? names[c] : std::to_string(c),
-                      {plot.x + static_cast<int>((c + 0.5) * w) - 8, plot.y + plot.height + 66},
-                      0.4);
+      if (nc <= 30) {
+        const int name_h = text_extent("0", name_scale).height;
+        draw_vertical_text(
+            img, c < static_cast<int>(names.size()) ? names[c] : std::to_string(c),
+            {plot.x + static_cast<int>((c + 0.5) * w) - name_h / 2 - 4,
+             plot.y + plot.height + 10 +
+                 text_extent(c < static_cast<int>(names.size()) ? names[c] : std::to_string(c),
+                             name_scale)
+                     .width},
+            name_scale, kBlack);
+      }
     }
-    cv::rectangle(img, plot, kBlack, 1);
-    text(img, std::to_string(most), {6, plot.y + 12}, 0.5);
-    text(img, "0", {50, plot.y + plot.height}, 0.5);
+    cv::rectangle(img, plot, kBlack, 2);
+    const std::string most_text = std::to_string(most);
+    draw_text(img, most_text, {plot.x - text_extent(most_text, tick).width - 10, plot.y + tick_h},
+              tick, kBlack);
+    draw_text(img, "0", {plot.x - text_extent("0", tick).width - 10, plot.y + plot.height}, tick,
+              kBlack);
   }
   // 2. Box shapes at the centre (up to 1000 boxes).
   {
-    const cv::Rect plot(cell + 30, 40, cell - 60, cell - 70);
-    text(img, "box shapes", {plot.x, 28}, 0.6);
+    const cv::Rect plot(cell + 30, top, cell - 60, cell - top - 30);
+    heading("box shapes", plot);
     for (size_t i = 0; i < boxes.size() && i < 1000; ++i) {
       const auto& b = boxes[i];
       const cv::Point a = px(plot, 0.5 - b[3] / 2, 0.5 + b[4] / 2),
                       z = px(plot, 0.5 + b[3] / 2, 0.5 - b[4] / 2);
       cv::rectangle(img, a, z, class_colour(static_cast<int>(b[0])), 1, cv::LINE_AA);
     }
-    cv::rectangle(img, plot, kBlack, 1);
+    cv::rectangle(img, plot, kBlack, 2);
   }
-  // 3, 4. 2-D histograms of centres and sizes.
-  auto histogram = [&](cv::Rect plot, int a, int b, const std::string& title,
+  // 3, 4. 2-D histograms of centres and sizes, axes 0 and 1 marked.
+  auto histogram = [&](cv::Rect plot, int a, int b, const std::string& heading_text,
                        const std::string& x_name, const std::string& y_name) {
     constexpr int bins = 40;
     std::vector<double> h(bins * bins, 0.0);
@@ -255,19 +310,26 @@ cv::Mat draw_labels_plot(const std::vector<data::ImageRecord>& records,
         // Square root: a few busy bins do not wash out the rest.
         cv::rectangle(img, p0, p1, blues(std::sqrt(h[j * bins + i] / most)), cv::FILLED);
       }
-    cv::rectangle(img, plot, kBlack, 1);
-    text(img, title, {plot.x, plot.y - 12}, 0.6);
-    text(img, x_name, {plot.x + plot.width / 2 - 10, plot.y + plot.height + 40}, 0.6);
-    vertical_text(img, y_name, {plot.x - 50, plot.y + plot.height / 2 + 20}, 0.6);
-    for (int t = 0; t <= 2; ++t) {
-      const std::string s = t == 0 ? "0" : t == 1 ? "0.5" : "1";
-      const cv::Point xb = px(plot, t / 2.0, 0), yl = px(plot, 0, t / 2.0);
-      text(img, s, {xb.x - 8, plot.y + plot.height + 18}, 0.45);
-      text(img, s, {plot.x - 28, yl.y + 5}, 0.45);
+    cv::rectangle(img, plot, kBlack, 2);
+    heading(heading_text, plot);
+    centred(img, x_name, plot.x + plot.width / 2, plot.y + plot.height + tick_h + label_h + 22,
+            label);
+    draw_vertical_text(
+        img, y_name,
+        {plot.x - label_h - 24, plot.y + (plot.height + text_extent(y_name, label).width) / 2},
+        label, kBlack);
+    for (int t = 0; t <= 1; ++t) {
+      const std::string v = t == 0 ? "0" : "1";
+      const cv::Point xb = px(plot, t, 0), yl = px(plot, 0, t);
+      centred(img, v, xb.x, plot.y + plot.height + tick_h + 10, tick);
+      draw_text(img, v, {plot.x - text_extent(v, tick).width - 8, yl.y + (t == 0 ? 0 : tick_h)},
+                tick, kBlack);
     }
   };
-  histogram(cv::Rect(70, cell + 40, cell - 100, cell - 100), 1, 2, "box centres", "x", "y");
-  histogram(cv::Rect(cell + 70, cell + 40, cell - 100, cell - 100), 3, 4, "box sizes", "width",
+  const int hist_left = label_h + 60, hist_side = cell - hist_left - 24;
+  const int hist_top = cell + top, hist_h = cell - top - tick_h - label_h - 34;
+  histogram(cv::Rect(hist_left, hist_top, hist_side, hist_h), 1, 2, "box centres", "x", "y");
+  histogram(cv::Rect(cell + hist_left, hist_top, hist_side, hist_h), 3, 4, "box sizes", "width",
             "height");
   return img;
 }

@@ -174,8 +174,12 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
       save_batch_mosaic({tile}, style, out);
     }
   }
-  eval::write_predictions_json((fs::path(out_dir) / "predictions.json").string(), results);
-  write_file_atomic((fs::path(out_dir) / "images.json").string(), images.dump(1) + "\n");
+  // Never over an earlier run's pair: predictions_2.json with images_2.json, and so on.
+  const auto json = drawn.claim_together({"predictions.json", "images.json"});
+  summary.predictions_json = json[0];
+  summary.images_json = json[1];
+  eval::write_predictions_json(summary.predictions_json, results);
+  write_file_atomic(summary.images_json, images.dump(1) + "\n");
   return summary;
 }
 

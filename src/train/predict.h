@@ -1,7 +1,8 @@
 // `detrain predict`: runs a model on images (a file, a directory or a pattern), with the
 // validation letterbox and postprocess, and writes each image with its detections drawn plus the
 // detections as COCO results (predictions.json) and the image list (images.json) that gives
-// each result's image_id its file.
+// each result's image_id its file. Nothing already in the output folder is overwritten: a taken
+// name gets the first free "_2", "_3", ... suffix (the two JSON files share theirs).
 #pragma once
 
 #include <string>
@@ -18,6 +19,8 @@ struct PredictSummary {
   int64_t detections = 0;
   int64_t unreadable = 0;  // files that did not decode (skipped and named in the log)
   std::string out_dir;
+  std::string predictions_json;  // COCO results (out_dir/predictions.json, or _2, _3, ... when
+  std::string images_json;       // taken) and the image list their image_ids index, same suffix
 };
 
 struct PredictOptions {

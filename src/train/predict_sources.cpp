@@ -98,4 +98,22 @@ std::string OutputNames::claim(const std::string& relative, const std::string& e
   return candidate;
 }
 
+std::vector<std::string> OutputNames::claim_together(const std::vector<std::string>& names) {
+  std::error_code ec;
+  for (int n = 1;; ++n) {
+    std::vector<std::string> paths;
+    bool free = true;
+    for (const auto& name : names) {
+      const fs::path base = fs::path(out_dir_) / name;
+      paths.push_back(n == 1 ? base.string()
+                             : (base.parent_path() / base.stem()).string() + "_" +
+                                   std::to_string(n) + base.extension().string());
+      free = free && !taken_.count(paths.back()) && !fs::exists(paths.back(), ec);
+    }
+    if (!free) continue;
+    taken_.insert(paths.begin(), paths.end());
+    return paths;
+  }
+}
+
 }  // namespace detrain::train

@@ -26,6 +26,10 @@ class OutputNames {
   // The path (under out_dir) for `relative` with its extension replaced by `extension` when
   // given (".txt"); reserved so no later call returns it.
   std::string claim(const std::string& relative, const std::string& extension = "");
+  // Paths under out_dir for files that belong together (predictions.json and images.json):
+  // the names themselves when none exists, else all with the first of "_2", "_3", ... under
+  // which none exists or was handed out; reserved like claim().
+  std::vector<std::string> claim_together(const std::vector<std::string>& names);
 
  private:
   std::string out_dir_;

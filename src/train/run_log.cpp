@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 
@@ -64,21 +65,70 @@ std::string final_summary(const TrainSummary& s) {
   return text;
 }
 
+namespace {
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+const std::string kIndent(9, ' ');  // under the epoch line's "Epoch" column
+
+}  // namespace
+
 ValidationProgress::ValidationProgress(const config::Experiment& x, int64_t images)
-    : images_(images) {
-  const ProgressMode mode = parse_progress_mode(x.train.progress, "train.progress");
-  live_ = mode == ProgressMode::kLive || (mode == ProgressMode::kAuto && stdout_is_tty());
+    : ValidationProgress(parse_progress_mode(x.train.progress, "train.progress"),
+                         x.train.progress_interval_s, images, std::cout, stdout_is_tty()) {}
+
+ValidationProgress::ValidationProgress(ProgressMode mode, double interval_s, int64_t images,
+                                       std::ostream& out, bool is_tty, Clock clock)
+    : mode_(mode),
+      interval_s_(interval_s),
+      images_(images),
+      out_(out),
+      clock_(clock ? std::move(clock) : Clock(steady_seconds)) {
+  if (mode_ == ProgressMode::kAuto) mode_ = is_tty ? ProgressMode::kLive : ProgressMode::kPlain;
+  start_s_ = last_line_s_ = clock_();
+}
+
+std::string ValidationProgress::line_text(int64_t done, int64_t images, double elapsed_s) {
+  const double percent = images > 0 ? 100.0 * static_cast<double>(done) / images : 0.0;
+  return kIndent + "validating " + std::to_string(done) + "/" + std::to_string(images) +
+         " images  " + fixed(percent, 0) + "%  " + format_duration(elapsed_s);
+}
+
+std::string ValidationProgress::final_text(int64_t images, double elapsed_s) {
+  return kIndent + "validated " + std::to_string(images) + " images in " +
+         format_duration(elapsed_s) + " (" +
+         fixed(elapsed_s > 0 ? static_cast<double>(images) / elapsed_s : 0.0, 1) + " images/s)";
 }
 
 void ValidationProgress::add(int64_t images) {
+  if (finished_) return;
   done_ += images;
-  if (live_)
-    std::cout << "\r" << std::string(9, ' ') << "validating " << done_ << "/" << images_
-              << " images" << std::flush;
+  const double now = clock_();
+  if (mode_ == ProgressMode::kLive) {
+    out_ << "\r" << kIndent << "validating " << done_ << "/" << images_ << " images" << std::flush;
+    live_open_ = true;
+  } else if (mode_ == ProgressMode::kPlain && done_ < images_ &&
+             now - last_line_s_ >= interval_s_) {
+    out_ << line_text(done_, images_, now - start_s_) << "\n" << std::flush;
+    last_line_s_ = now;
+  }
+  if (done_ >= images_) finish();
+}
+
+void ValidationProgress::finish() {
+  finished_ = true;
+  if (live_open_) out_ << "\r" << std::string(60, ' ') << "\r" << std::flush;
+  live_open_ = false;
+  const std::string text = final_text(done_, clock_() - start_s_);
+  if (mode_ == ProgressMode::kPlain) out_ << text << "\n" << std::flush;
+  log_file_only(text);
 }
 
 ValidationProgress::~ValidationProgress() {
-  if (live_ && done_ > 0) std::cout << "\r" << std::string(60, ' ') << "\r" << std::flush;
+  // Cut short (an error, a stop): only the live line to clear.
+  if (live_open_) out_ << "\r" << std::string(60, ' ') << "\r" << std::flush;
 }
 
 }  // namespace detrain::train

@@ -9,7 +9,10 @@
 #include <opencv2/imgproc.hpp>
 
 #include "common/paths.h"
+#include "config/config.h"
 #include "model/safetensors.h"
+#include "train/run_dir.h"
+#include "train/trainer.h"
 
 namespace detrain::test {
 
@@ -20,6 +23,19 @@ std::vector<ExportCase> export_cases() {
           {"yolo26n-pose", "models/yolo26-pose.yaml", "data/coco-mini-pose.yaml"},
           {"yolo11n", "models/yolo11.yaml", "data/coco-mini.yaml"},
           {"yolo11n-pose", "models/yolo11-pose.yaml", "data/coco-mini-pose.yaml"}};
+}
+
+std::string short_trained_checkpoint(const ExportCase& c, const TempDir& dir) {
+  config::ResolvedConfig rc =
+      config::resolve("", {"model.arch=" + c.arch, "model.scale=n", "data.dataset=" + c.dataset,
+                           "data.imgsz=64", "data.batch=16", "data.workers=2", "train.epochs=1",
+                           "train.warmup_epochs=0", "train.precision=fp32", "train.progress=off",
+                           "train.plots=false", "train.project=" + dir.file("runs"),
+                           "train.name=" + c.name, "runtime.threads=2", "runtime.seed=5"});
+  train::TrainRequest request;
+  request.config = rc;
+  const auto summary = train::run_training(request);
+  return train::run_paths(summary.run_dir).last_ckpt;
 }
 
 RunResult run_command(const std::string& command) {
@@ -89,27 +105,18 @@ double max_abs_difference(const torch::Tensor& a, const torch::Tensor& b) {
   return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
 }
 
-namespace {
-
-// Element-wise |a - b| and its scaled form (see OnnxDifference), broadcasting.
-std::pair<torch::Tensor, torch::Tensor> differences(const torch::Tensor& a,
-                                                    const torch::Tensor& b) {
-  const auto d = (a.to(torch::kDouble) - b.to(torch::kDouble)).abs();
-  return {d, d / (1 + b.to(torch::kDouble).abs() / 100)};
-}
-
-}  // namespace
-
-OnnxDifference onnx_difference(const torch::Tensor& ort, const model::EvalOutput& libtorch,
-                               int64_t nc, bool end2end) {
+double onnx_difference(const torch::Tensor& ort, const model::EvalOutput& libtorch, int64_t nc,
+                       bool end2end) {
+  auto difference = [](const torch::Tensor& a, const torch::Tensor& b) {
+    return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs();  // broadcasting
+  };
   if (!end2end) {
     REQUIRE(ort.sizes() == libtorch.decoded.sizes());
-    const auto [d, scaled] = differences(ort, libtorch.decoded);
-    return {d.max().item<double>(), scaled.max().item<double>()};
+    return difference(ort, libtorch.decoded).max().item<double>();
   }
   REQUIRE(ort.sizes() == libtorch.detections.sizes());
   const auto rows = ort.to(torch::kFloat);  // [B, k, 6 + nk]
-  OnnxDifference worst;
+  double worst = 0;
   for (int64_t b = 0; b < rows.size(0); ++b) {
     const auto preds = libtorch.decoded[b].t();  // [A, 4 + nc + nk]
     const auto r = rows[b];                      // [k, 6 + nk]
@@ -124,14 +131,9 @@ OnnxDifference onnx_difference(const torch::Tensor& ort, const model::EvalOutput
       parts.push_back(preds.slice(1, 4 + nc).unsqueeze(0).expand({r.size(0), -1, -1}));
     const auto candidates = torch::cat(parts, -1);
     const auto row = torch::cat({r.slice(1, 0, 5), r.slice(1, 6)}, 1).unsqueeze(1);  // [k, 1, 5+nk]
-    const auto [d, scaled] = differences(row, candidates);
-    // The anchor that matches best (by the scaled difference), then the worst row.
-    const auto best = std::get<1>(scaled.amax(-1).min(1));  // [k]
-    const auto pick = [&](const torch::Tensor& t) {
-      return t.amax(-1).gather(1, best.unsqueeze(1)).max().item<double>();
-    };
-    worst.abs = std::max(worst.abs, pick(d));
-    worst.scaled = std::max(worst.scaled, pick(scaled));
+    // The anchor that matches best, then the worst row.
+    const auto per_anchor = difference(row, candidates).amax(-1);  // [k, A]
+    worst = std::max(worst, std::get<0>(per_anchor.min(1)).max().item<double>());
     // The same top-k scores, in descending order.
     const auto scores_ort = r.select(1, 4);
     CHECK(max_abs_difference(scores_ort, libtorch.detections[b].select(1, 4)) <= 1e-4);
@@ -139,6 +141,19 @@ OnnxDifference onnx_difference(const torch::Tensor& ort, const model::EvalOutput
       CHECK((scores_ort.slice(0, 1) <= scores_ort.slice(0, 0, -1)).all().item<bool>());
   }
   return worst;
+}
+
+HalfError half_error(const torch::Tensor& ort, const torch::Tensor& decoded, int64_t nc) {
+  REQUIRE(ort.sizes() == decoded.sizes());
+  constexpr double u = 1.0 / 2048;
+  const auto expected = decoded.to(torch::kDouble), got = ort.to(torch::kDouble);
+  const auto box = expected.slice(1, 0, 4), box_got = got.slice(1, 0, 4);
+  auto logit = [](const torch::Tensor& s) { return (s / (1 - s)).log(); };
+  const auto l = logit(expected.slice(1, 4, 4 + nc)), l_got = logit(got.slice(1, 4, 4 + nc));
+  HalfError e;
+  e.boxes_u = ((box_got - box).abs() / box.abs().clamp_min(8.0)).max().item<double>() / u;
+  e.logits_u = ((l_got - l).abs() / l.abs().clamp_min(1.0)).max().item<double>() / u;
+  return e;
 }
 
 }  // namespace detrain::test

@@ -85,3 +85,12 @@ TEST_CASE("detrain export rejects bad input with one line and its exit code", "[
   const std::vector<std::string> with_ckpt{"a-file", "foreign.ckpt", "w.safetensors"};
   CHECK((left == inputs || left == with_ckpt));
 }
+
+TEST_CASE("detrain export --help says which input dimensions are dynamic", "[export]") {
+  const auto r = run_detrain("export --help");
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.output, Catch::Contains("batch dimension left free") &&
+                           Catch::Contains("height and width stay fixed at") &&
+                           Catch::Contains("fixed in the file"));
+}

@@ -6,9 +6,11 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "config/config.h"
 #include "export/export_fixtures.h"
 #include "export/onnx_export.h"
 #include "model/yolo_model.h"
+#include "train/inference_model.h"
 
 using namespace detrain;
 using namespace detrain::test;
@@ -16,9 +18,6 @@ using namespace detrain::test;
 namespace {
 
 constexpr int64_t kImgsz = 256;  // small for test time; 640 is measured for the README
-// fp32 through ~100 layers with different conv kernels (oneDNN vs MLAS) and summation orders:
-// the issue's 1e-4, on OnnxDifference::scaled (absolute below 100, see export_fixtures.h).
-constexpr double kTolerance = 1e-4;
 
 model::YoloModel random_model(const ExportCase& c) {
   torch::manual_seed(7);
@@ -35,8 +34,8 @@ model::EvalOutput libtorch_output(model::YoloModelImpl& m, const torch::Tensor& 
   return m.forward_eval(images, 300);
 }
 
-OnnxDifference difference(const torch::Tensor& ort, const model::EvalOutput& ref,
-                          const model::YoloModelImpl& m) {
+double difference(const torch::Tensor& ort, const model::EvalOutput& ref,
+                  const model::YoloModelImpl& m) {
   return onnx_difference(ort, ref, m.arch().nc, m.arch().end2end);
 }
 
@@ -63,10 +62,10 @@ TEST_CASE("ONNX export of each architecture matches LibTorch in onnxruntime", "[
         *python, path, {{"b1", images->slice(0, 0, 1).contiguous()}, {"b3", *images}}, dir);
     const auto d1 = difference(ort.tensors.at("b1"), expected1, *m);
     const auto d3 = difference(ort.tensors.at("b3"), expected3, *m);
-    std::cout << c.name << ": onnxruntime vs LibTorch max |diff| batch 1 " << d1.abs << ", batch 3 "
-              << d3.abs << " (scaled " << d1.scaled << ", " << d3.scaled << ")\n";
-    CHECK(d1.scaled <= kTolerance);
-    CHECK(d3.scaled <= kTolerance);
+    std::cout << c.name << ": onnxruntime vs LibTorch max |diff| batch 1 " << d1 << ", batch 3 "
+              << d3 << "\n";
+    CHECK(d1 <= kOnnxTolerance);
+    CHECK(d3 <= kOnnxTolerance);
 
     const auto& meta = ort.metadata;
     const bool pose = c.name.find("pose") != std::string::npos;
@@ -86,44 +85,61 @@ TEST_CASE("ONNX export of each architecture matches LibTorch in onnxruntime", "[
   }
 }
 
-TEST_CASE("ONNX export with a fixed batch, another opset and float16 runs in onnxruntime",
-          "[export]") {
+TEST_CASE("ONNX export with a fixed batch and the newest opset runs in onnxruntime", "[export]") {
   const auto python = onnx_python_or_skip();
   if (!python) return;
   const auto images = coco_images(2, kImgsz);
   if (!images) return;
-  const auto c = export_cases().front();
-  TempDir dir("export-onnx-opts");
+  // ReduceMax takes its axes as an input from opset 18 on: top-k (yolo26n) and DFL (yolo11n).
+  for (const auto& c : {export_cases().at(0), export_cases().at(2)}) {
+    INFO(c.name);
+    TempDir dir("export-onnx-opts");
+    auto m = random_model(c);
+    const auto expected = libtorch_output(*m, *images);
+    exporter::OnnxOptions o;
+    o.imgsz = kImgsz;
+    o.batch = 2;
+    o.opset = exporter::kMaxOpset;
+    m->fuse();
+    const std::string path = dir.file("fixed.onnx");
+    exporter::export_onnx(*m, o, path);
+    const auto ort = run_onnxruntime(*python, path, {{"b2", *images}}, dir);
+    CHECK(difference(ort.tensors.at("b2"), expected, *m) <= kOnnxTolerance);
+    CHECK(nlohmann::json::parse(ort.metadata.at("input_dims")) ==
+          nlohmann::json({2, 3, kImgsz, kImgsz}));
+    CHECK(ort.metadata.at("opset") == std::to_string(exporter::kMaxOpset));
+  }
+}
+
+// The fp16 bar and its reasons: kHalfToleranceU in export_fixtures.h.
+TEST_CASE("ONNX export in float16 stays within fp16 rounding of LibTorch's fp32", "[export]") {
+  const auto python = onnx_python_or_skip();
+  if (!python) return;
+  const auto images = coco_images(2, kImgsz);
+  if (!images) return;
+  const auto c = export_cases().at(2);  // yolo11n: a decoded tensor, compared element-wise
+  REQUIRE(c.name == "yolo11n");
+  TempDir dir("export-onnx-half");
   auto m = random_model(c);
-  const auto expected = libtorch_output(*m, *images);
+  const auto expected = libtorch_output(*m, *images).decoded;  // [B, 84, A]
   exporter::OnnxOptions o;
   o.imgsz = kImgsz;
   o.batch = 2;
-  o.opset = exporter::kMaxOpset;  // ReduceMax takes axes as an input from 18 on
-  m->fuse();
-  const std::string path = dir.file("fixed.onnx");
-  exporter::export_onnx(*m, o, path);
-  const auto ort = run_onnxruntime(*python, path, {{"b2", *images}}, dir);
-  CHECK(difference(ort.tensors.at("b2"), expected, *m).scaled <= kTolerance);
-  CHECK(nlohmann::json::parse(ort.metadata.at("input_dims")) ==
-        nlohmann::json({2, 3, kImgsz, kImgsz}));
-  CHECK(ort.metadata.at("opset") == std::to_string(exporter::kMaxOpset));
-
-  o.opset = exporter::kMinOpset;
   o.half = true;
   const std::string half = dir.file("half.onnx");
   exporter::export_onnx(*m, o, half);
-  const auto ort_half = run_onnxruntime(*python, half, {{"b2", *images}}, dir);
-  const auto got = ort_half.tensors.at("b2");
-  // float16 activations and logits (10-bit mantissa: 0.008 steps near -8): a few % relative.
-  CHECK(got.sizes() == expected.detections.sizes());
-  const double best = expected.detections[0][0][4].item<double>();
-  CHECK(std::abs(got[0][0][4].item<double>() - best) <= 5e-2 * best);
-  CHECK(ort_half.metadata.at("half") == "true");
+  const auto ort = run_onnxruntime(*python, half, {{"b2", *images}}, dir);
+  CHECK(ort.metadata.at("half") == "true");
+  const HalfError e = half_error(ort.tensors.at("b2"), expected, m->arch().nc);
+  std::cout << "yolo11n float16 (random init): boxes within " << e.boxes_u << "u, logits within "
+            << e.logits_u << "u of LibTorch fp32 (u = 2^-11)\n";
+  CHECK(e.boxes_u <= kHalfToleranceU);
+  CHECK(e.logits_u <= kHalfToleranceU);
 }
 
 // The README's figures: `build/detrain_tests "[export-measure]"` (hidden from the default run:
-// it takes a minute). yolo26n at 640 px on 3 coco-mini images, one file, one run.
+// it trains for a few seconds and times). yolo26n after one epoch at 64 px (its boxes no longer
+// the init's), at 640 px on 3 coco-mini images, one file, one run.
 TEST_CASE("yolo26n at 640 px: onnxruntime vs LibTorch max difference and CPU latency",
           "[.][export-measure]") {
   const auto python = onnx_python_or_skip();
@@ -131,7 +147,8 @@ TEST_CASE("yolo26n at 640 px: onnxruntime vs LibTorch max difference and CPU lat
   const auto images = coco_images(3, 640);
   if (!images) return;
   TempDir dir("export-measure");
-  auto m = random_model(export_cases().front());
+  const std::string ckpt = short_trained_checkpoint(export_cases().front(), dir);
+  auto m = train::load_inference_model(ckpt, config::resolve("", {}), {}).model;
   m->fuse();
   std::vector<model::EvalOutput> expected;
   const auto start = std::chrono::steady_clock::now();
@@ -148,15 +165,11 @@ TEST_CASE("yolo26n at 640 px: onnxruntime vs LibTorch max difference and CPU lat
   for (int64_t i = 0; i < 3; ++i)
     inputs["image" + std::to_string(i)] = images->slice(0, i, i + 1).contiguous();
   const auto ort = run_onnxruntime(*python, path, inputs, dir, /*timed_runs=*/5);
-  OnnxDifference diff;
-  for (int64_t i = 0; i < 3; ++i) {
-    const auto d = difference(ort.tensors.at("image" + std::to_string(i)), expected[i], *m);
-    diff.abs = std::max(diff.abs, d.abs);
-    diff.scaled = std::max(diff.scaled, d.scaled);
-  }
-  std::cout << "yolo26n 640 px: onnxruntime vs LibTorch max |diff| " << diff.abs << " (scaled "
-            << diff.scaled << ")"
-            << "; onnxruntime CPU " << ort.metadata.at("latency_ms") << " ms/image (median), "
+  double diff = 0;
+  for (int64_t i = 0; i < 3; ++i)
+    diff = std::max(diff, difference(ort.tensors.at("image" + std::to_string(i)), expected[i], *m));
+  std::cout << "yolo26n 640 px: onnxruntime vs LibTorch max |diff| " << diff << "; onnxruntime CPU "
+            << ort.metadata.at("latency_ms") << " ms/image (median), "
             << "LibTorch CPU " << libtorch_ms << " ms/image (mean of 3)\n";
-  CHECK(diff.scaled <= kTolerance);
+  CHECK(diff <= kOnnxTolerance);
 }

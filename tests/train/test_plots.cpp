@@ -1,12 +1,15 @@
-// Plots: the Gaussian smoothing against scipy's documented values, results.png layout, and
-// batch mosaics drawing boxes, keypoints and skeletons at the right pixels.
+// Plots: the Gaussian smoothing against scipy's documented values, results.png layout, batch
+// mosaics drawing boxes, keypoints and skeletons at the right pixels, and chart text that
+// reads at 160 px wide.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "test_support.h"
 #include "train/epoch_record.h"
+#include "train/plot_text.h"
 #include "train/plots.h"
 #include "train/plots_charts.h"
 #include "train/val_plots.h"
@@ -47,9 +50,10 @@ TEST_CASE("gaussian smoothing matches scipy gaussian_filter1d", "[unit][train]")
   for (double v : flat) CHECK(v == Approx(2.5).epsilon(1e-12));
 }
 
-TEST_CASE("results plot has one panel per column and draws the points", "[unit][train]") {
+TEST_CASE("results plot groups train and val, P and R, mAPs and lr groups in panels",
+          "[unit][train]") {
   ResultsTable table;
-  // 13 plotted columns, the 3 lr groups in one panel: 11 panels.
+  // box, cls, dfl (train and val), P and R, mAP50 and mAP50-95, 3 lr groups: 6 panels.
   table.columns = results_columns({"box", "cls", "dfl"}, false, 3);
   for (int e = 1; e <= 12; ++e) {
     std::vector<double> row = {double(e), 10.0 * e};
@@ -58,16 +62,18 @@ TEST_CASE("results plot has one panel per column and draws the points", "[unit][
   }
   table.rows[3][5] = std::nan("");  // a missing metric is skipped, not drawn at 0
   const cv::Mat img = draw_results(table);
-  CHECK(img.cols == 5 * 300);  // 5 panels a row, 3 rows
-  CHECK(img.rows == 3 * 220);
-  size_t raw = 0, smooth = 0;
+  CHECK(img.cols == 3 * 360);  // 3 panels a row, 2 rows
+  CHECK(img.rows == 2 * 320);
+  // The first series of a panel (train, P, mAP50) in C0 blue, the second (val, R, mAP50-95)
+  // in C1 orange: markers and trend lines of both in every panel but lr's.
+  size_t first = 0, second = 0;
   for (int y = 0; y < img.rows; ++y)
     for (int x = 0; x < img.cols; ++x) {
-      raw += pixel_is(img, x, y, cv::Scalar(180, 119, 31));
-      smooth += pixel_is(img, x, y, cv::Scalar(14, 127, 255));
+      first += pixel_is(img, x, y, cv::Scalar(180, 119, 31));
+      second += pixel_is(img, x, y, cv::Scalar(14, 127, 255));
     }
-  CHECK(raw > 11 * 12 * 10);  // at least the 12 filled markers of every panel
-  CHECK(smooth > 10 * 50);
+  CHECK(first > 6 * 12 * 20);  // at least the 12 filled markers of every panel
+  CHECK(second > 4 * 12 * 20);
 
   TempDir dir;
   save_results_png(table, dir.file("results.png"));
@@ -77,6 +83,12 @@ TEST_CASE("results plot has one panel per column and draws the points", "[unit][
   empty.columns = table.columns;
   save_results_png(empty, dir.file("none.png"));
   CHECK_FALSE(std::filesystem::exists(dir.file("none.png")));
+
+  // Pose: 5 losses, P/R and mAP for boxes and for keypoints, lr: 10 panels in 4 rows.
+  ResultsTable pose;
+  pose.columns = results_columns({"box", "pose", "kobj", "cls", "dfl"}, true, 3);
+  for (int e = 1; e <= 3; ++e) pose.rows.push_back(std::vector<double>(pose.columns.size(), e));
+  CHECK(draw_results(pose).rows == 4 * 320);
 }
 
 TEST_CASE("batch mosaic draws boxes keypoints and skips weak predictions", "[unit][train]") {
@@ -131,12 +143,14 @@ TEST_CASE("results plot has one lr panel and no panel for an all-zero loss", "[u
     for (size_t c = 2; c < table.columns.size(); ++c) row.push_back(1.0 / (e + c));
     table.rows.push_back(row);
   }
-  const size_t dfl = static_cast<size_t>(table.column("train/dfl_loss"));
-  for (auto& row : table.rows) row[dfl] = 0.0;
+  for (const char* zero : {"train/dfl_loss", "val/dfl_loss"}) {
+    const size_t c = static_cast<size_t>(table.column(zero));
+    for (auto& row : table.rows) row[c] = 0.0;
+  }
   const cv::Mat img = draw_results(table);
-  // 10 loss/metric columns - 1 all-zero + 1 lr panel = 10 panels: 5 a row, 2 rows.
-  CHECK(img.cols == 5 * 300);
-  CHECK(img.rows == 2 * 220);
+  // box, cls, P/R, mAP and lr: 5 panels, 3 a row, 2 rows; the width stays 3 panels.
+  CHECK(img.cols == 3 * 360);
+  CHECK(img.rows == 2 * 320);
 }
 
 TEST_CASE("trend smoothing follows a straight line to its ends", "[unit][train]") {
@@ -188,9 +202,62 @@ TEST_CASE("confusion matrix and curve charts render legibly sized images", "[uni
                    {0.2, 0.8, 0.1},
                    "all classes 0.80 at 0.500"};
   const cv::Mat curve = draw_curve_chart(chart);
-  CHECK(curve.rows == 640);
+  CHECK(curve.rows == 720);
   size_t blue = 0;
   for (int y = 0; y < curve.rows; ++y)
     for (int x = 0; x < curve.cols; ++x) blue += pixel_is(curve, x, y, cv::Scalar(255, 0, 0));
   CHECK(blue > 500);  // the thick mean line
+}
+
+namespace {
+
+// Height in pixels of the first band of dark rows from the top (the title), shown at 160 px.
+double title_height_at_160(const cv::Mat& img) {
+  cv::Mat grey;
+  cv::cvtColor(img, grey, cv::COLOR_BGR2GRAY);
+  int first = -1, last = -1;
+  for (int y = 0; y < grey.rows; ++y) {
+    double darkest = 255;
+    cv::minMaxLoc(grey.row(y), &darkest);
+    if (darkest < 100) {
+      if (first < 0) first = y;
+      last = y;
+    } else if (first >= 0) {
+      break;
+    }
+  }
+  return first < 0 ? 0.0 : (last - first + 1) * 160.0 / img.cols;
+}
+
+}  // namespace
+
+TEST_CASE("chart text is sized to read at 160 px wide", "[unit][train]") {
+  // The font helper: digits of the asked height once the picture is 160 px wide.
+  for (int width : {900, 1080, 1200}) {
+    const double scale = legible_scale(width, kTickPx160);
+    CHECK(text_extent("0", scale).height * 160.0 / width == Approx(kTickPx160).epsilon(0.15));
+  }
+  // Every chart's title, measured in the drawn pixels: at least 6 px tall at 160 px wide
+  // (capitals and digits 6.5 px, "p" and "(" reach lower).
+  ResultsTable table;
+  table.columns = results_columns({"box", "cls", "dfl"}, false, 3);
+  for (int e = 1; e <= 5; ++e) table.rows.push_back(std::vector<double>(table.columns.size(), e));
+  CurveChart chart{"Box precision-recall", "Recall", "Precision",     {0.0, 0.5, 1.0},
+                   {{1.0, 0.8, 0.1}},      {"cat"},  {1.0, 0.8, 0.1}, "all classes 0.512 mAP@0.5"};
+  std::vector<std::vector<double>> m(6, std::vector<double>(6, 1.0));
+  data::ImageRecord r;
+  r.width = r.height = 100;
+  r.boxes_xyxy_px = {{10, 10, 50, 60}};
+  r.classes = {0};
+  const std::vector<std::pair<std::string, cv::Mat>> charts{
+      {"results.png", draw_results(table)},
+      {"BoxPR_curve.png", draw_curve_chart(chart)},
+      {"confusion_matrix.png",
+       draw_confusion_matrix(m, {"person", "rectangle", "ellipse", "triangle", "cross"}, false)},
+      {"labels.jpg", draw_labels_plot({r}, {"person"})}};
+  for (const auto& [name, img] : charts) {
+    INFO(name);
+    CHECK(title_height_at_160(img) >= 6.0);
+    CHECK(title_height_at_160(img) <= 12.0);  // a title, not the plot
+  }
 }

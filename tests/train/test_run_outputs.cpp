@@ -1,15 +1,22 @@
 // What a user finds after a run and does next: every plot file, a train.log that reads like
 // the console, a small weights-only best.ckpt beside the resumable last.ckpt, fine-tuning from
-// a checkpoint or a run directory with model.weights (other class counts: all but the class
-// heads; other architectures refused naming both), and predict that never overwrites.
+// a checkpoint, a run directory or safetensors with model.weights (other class counts: all but
+// the class heads; other architectures refused naming both), and predict that never overwrites
+// (drawn images, labels, predictions.json).
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <sstream>
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "config/config.h"
+#include "export/weights_export.h"
 #include "model/state_dict.h"
 #include "model/yolo_model.h"
 #include "test_support.h"
@@ -51,6 +58,23 @@ TrainSummary train_with(const std::vector<std::string>& overrides) {
   return run_training(r);
 }
 
+// Copies what the default logger says into `out` while alive.
+class LogCapture {
+ public:
+  explicit LogCapture(std::ostringstream& out)
+      : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out)) {
+    sink_->set_pattern("%v");
+    spdlog::default_logger()->sinks().push_back(sink_);
+  }
+  ~LogCapture() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
+
 model::YoloModel model_for(int64_t nc) {
   config::ModelOptions o = config::resolve("", {}).experiment.model;
   return model::make_model(o, nc, std::nullopt);
@@ -85,6 +109,11 @@ TEST_CASE("a run writes every plot and a readable train.log and a small best.ckp
   CHECK_THAT(log, Catch::Contains("augment.close_mosaic=10 >= train.epochs=2"));
   CHECK_THAT(log, Catch::Contains("Epoch") && Catch::Contains("1/2") && Catch::Contains("2/2"));
   CHECK_THAT(log, Catch::Contains("COCO") && Catch::Contains("AP50"));
+  // Validation progress in plain form, before each validation table.
+  const auto validated = log.find(" images in ");
+  CHECK(log.find("validated ") != std::string::npos);
+  CHECK(validated < log.find("AP50"));
+  CHECK(log.find('\r') == std::string::npos);
   CHECK_THAT(log, Catch::Contains("2 epochs (") && Catch::Contains(p.best_ckpt) &&
                       Catch::Contains("last (resumable): " + p.last_ckpt));
 
@@ -171,6 +200,79 @@ TEST_CASE("model.weights starts a new run from a checkpoint or a run directory",
   CHECK(compared > 50);
 }
 
+TEST_CASE("model.weights takes safetensors of another class count, but not of another network",
+          "[train][ux]") {
+  TempDir dir;
+  torch::manual_seed(11);
+  model::YoloModel source = model_for(80);
+  const std::string file = dir.file("w80.safetensors");
+  exporter::export_safetensors(*source, file);
+  const std::map<std::string, torch::Tensor> saved = [&] {
+    const auto state = model::state_dict(*source);
+    return std::map<std::string, torch::Tensor>(state.begin(), state.end());
+  }();
+
+  // Another class count: every tensor but the class heads', said in one warning line.
+  torch::manual_seed(12);
+  model::YoloModel target = model_for(3);
+  std::map<std::string, torch::Tensor> init;
+  for (const auto& [name, t] : model::state_dict(*target)) init[name] = t.clone();
+  ArchIdentity id;
+  id.arch_file = target->arch().path;
+  id.scale = "n";
+  id.nc = 3;
+  std::ostringstream log;
+  InitialWeightsReport r;
+  {
+    LogCapture capture(log);
+    r = load_initial_weights(*target, id, file);
+  }
+  // yolo26n: the class branch (cv3 and one2one_cv3 of 3 levels) is 80 wide for 80 classes and
+  // 64 for 3: those tensors keep their initialisation; every other one is the file's.
+  CHECK(r.fresh > 12);
+  CHECK(r.loaded + r.fresh == init.size());
+  size_t fresh = 0;
+  for (const auto& [name, t] : model::state_dict(*target)) {
+    INFO(name);
+    if (t.sizes() == saved.at(name).sizes()) {
+      CHECK(torch::equal(t, saved.at(name)));
+    } else {
+      CHECK(torch::equal(t, init.at(name)));  // left at its initialisation
+      CHECK(name.find("cv3.") != std::string::npos);
+      ++fresh;
+    }
+  }
+  CHECK(fresh == r.fresh);
+  const std::string said = log.str();
+  CHECK(std::count(said.begin(), said.end(), '\n') == 1);
+  CHECK_THAT(said, Catch::Contains(file + " is for 80 classes, this run has 3: transferred " +
+                                   std::to_string(r.loaded) + "/" + std::to_string(init.size()) +
+                                   " tensors, skipped " + std::to_string(r.fresh) +
+                                   " class-head tensors"));
+
+  // The same class count: everything, strictly.
+  model::YoloModel same = model_for(80);
+  ArchIdentity id80 = id;
+  id80.nc = 80;
+  const InitialWeightsReport all = load_initial_weights(*same, id80, file);
+  CHECK(all.fresh == 0);
+  CHECK(all.loaded == init.size());
+
+  // Another architecture (yolo11n into yolo26n): refused, naming both.
+  config::ModelOptions o11 = config::resolve("", {}).experiment.model;
+  o11.arch = "models/yolo11.yaml";
+  model::YoloModel y11 = model::make_model(o11, 80, std::nullopt);
+  const std::string other = dir.file("y11.safetensors");
+  exporter::export_safetensors(*y11, other);
+  CHECK_THROWS_AS(load_initial_weights(*same, id80, other), ModelError);
+  CHECK_THROWS_WITH(load_initial_weights(*same, id80, other),
+                    Catch::Contains("yolo11n weights (80 classes") &&
+                        Catch::Contains("is not for " + id80.describe()) &&
+                        Catch::Contains("missing"));
+  // A different class count and another network together is still another network.
+  CHECK_THROWS_AS(load_initial_weights(*target, id, other), ModelError);
+}
+
 TEST_CASE("predict keeps every input's name and extension and never overwrites",
           "[smoke][train][ux]") {
   TempDir dir;
@@ -204,6 +306,9 @@ TEST_CASE("predict keeps every input's name and extension and never overwrites",
   const std::string txt = read_file(dir.file("out/labels/a.txt"));
   CHECK(std::count(txt.begin(), txt.end(), '\n') == 5);
   CHECK(fs::exists(dir.file("out/labels/a_2.txt")));
+  CHECK_THAT(r.output, Catch::Contains("COCO results " + dir.file("out/predictions.json") +
+                                       " (image list " + dir.file("out/images.json") + ")"));
+  const std::string first_predictions = read_file(dir.file("out/predictions.json"));
 
   // Again into the same folder, recursive, quiet, no drawing: new names, nothing overwritten.
   const auto again = run_detrain("-q " + cmd + " --recursive --no-draw");
@@ -213,6 +318,20 @@ TEST_CASE("predict keeps every input's name and extension and never overwrites",
   CHECK(fs::exists(dir.file("out/labels/a_3.txt")));
   CHECK(fs::exists(dir.file("out/labels/sub/b.txt")));
   CHECK_FALSE(fs::exists(dir.file("out/sub/b.jpg")));
+  // The first run's COCO results stay; this run's pair takes the next free suffix, and is said.
+  CHECK(read_file(dir.file("out/predictions.json")) == first_predictions);
+  const auto ids = nlohmann::json::parse(read_file(dir.file("out/images_2.json")));
+  CHECK(ids.size() == 3);  // a.jpg, a.png, sub/b.jpg: the recursive run's own list
+  CHECK(nlohmann::json::parse(read_file(dir.file("out/predictions_2.json"))).size() == 15);
+  CHECK_THAT(again.output, Catch::Contains("COCO results " + dir.file("out/predictions_2.json") +
+                                           " (image list " + dir.file("out/images_2.json") + ")"));
+  // A third run, and a stray images_3.json: both files move on to _4 together.
+  write_file_atomic(dir.file("out/images_3.json"), "[]\n");
+  REQUIRE(run_detrain("-q " + cmd + " --no-draw").exit_code == 0);
+  CHECK(fs::exists(dir.file("out/predictions_4.json")));
+  CHECK(fs::exists(dir.file("out/images_4.json")));
+  CHECK_FALSE(fs::exists(dir.file("out/predictions_3.json")));
+  CHECK(read_file(dir.file("out/images_3.json")) == "[]\n");
 
   // A run directory as weights: its best.ckpt.
   const auto glob = run_detrain("predict -w '" + s.run_dir + "' -s '" + dir.file("in") +
