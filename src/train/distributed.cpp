@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "common/errors.h"
 #include "compat/torch_compat.h"
@@ -54,6 +56,16 @@ bool process_gone(long pid) {
   std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
   const auto close = text.rfind(')');
   return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'Z';
+}
+
+// A rank killed a moment ago has closed its sockets (what the collective saw) before the kernel
+// marks it exited: give it a second to become a zombie before calling it alive.
+bool process_gone_soon(long pid) {
+  for (int i = 0; i < 20; ++i) {
+    if (process_gone(pid)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
 }
 
 std::string host_name() {
@@ -206,7 +218,7 @@ void Distributed::fail(const std::string& what, const std::exception& e) const {
         std::string host;
         long pid = 0;
         w >> host >> pid;
-        if (host == host_name() && pid > 0 && process_gone(pid)) {
+        if (host == host_name() && pid > 0 && process_gone_soon(pid)) {
           others += fmt::format("; rank {} (pid {}) has exited (last at {})", r, pid, where);
           continue;
         }
