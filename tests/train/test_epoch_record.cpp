@@ -30,8 +30,8 @@ TEST_CASE("an epoch record's cells follow the results.csv columns", "[unit][trai
   const auto cells = r.cells();
   REQUIRE(cells.size() == columns.size());
   for (size_t i = 0; i < cells.size(); ++i) CHECK(cells[i].first == columns[i]);
-  const std::vector<double> expected = {3,   12.5, 1.5,  2.5, 3.5,  0.5,  0.25, 0.125, 0.0625,
-                                        0.75, 0.5, 0.25, 0.2, 1.25, 2.25, 3.25, 0.01,  0.02};
+  const std::vector<double> expected = {3,    12.5, 1.5,  2.5, 3.5,  0.5,  0.25, 0.125, 0.0625,
+                                        0.75, 0.5,  0.25, 0.2, 1.25, 2.25, 3.25, 0.01,  0.02};
   CHECK(r.values() == expected);
   CHECK(columns[5] == "metrics/precision(B)");
   CHECK(columns[12] == "metrics/mAP50-95(P)");

@@ -84,7 +84,7 @@ TEST_CASE("TrainStep returns the criterion's items, accumulates, then steps opti
 
   TrainStep step(f.parts, *f.world, f.options());
   optim::IterationHyper hyper = f.parts.schedule->at(0, 0);
-  hyper.accumulate = 2;  // iteration 0 after last_step_ni -1: due only when accumulate <= 1
+  hyper.accumulate = 2;       // iteration 0 after last_step_ni -1: due only when accumulate <= 1
   position.last_step_ni = 0;  // as if iteration 0 had just stepped: iteration 1 is not due
   const StepResult first = step.run(batch, 0, 1, hyper, 1.0, position);
   REQUIRE_FALSE(first.problem);
