@@ -9,23 +9,6 @@
 
 namespace detrain::train {
 
-namespace {
-
-// Head outputs in fp32 for the loss (autocast leaves them in bf16).
-model::BranchOutput branch_to_float(const model::BranchOutput& b) {
-  auto f = [](const torch::Tensor& t) { return t.defined() ? t.to(torch::kFloat) : t; };
-  return {f(b.boxes), f(b.scores), f(b.kpts), f(b.kpts_sigma)};
-}
-model::TrainOutput to_float(const model::TrainOutput& out) {
-  model::TrainOutput r;
-  r.one2many = branch_to_float(out.one2many);
-  r.one2one = branch_to_float(out.one2one);
-  r.feats = out.feats;
-  return r;
-}
-
-}  // namespace
-
 StepOptions StepOptions::from(const config::TrainOptions& train, const torch::Device& device,
                               Precision precision) {
   StepOptions o;
@@ -48,13 +31,14 @@ StepResult TrainStep::run(const data::Batch& batch, int64_t epoch, int64_t iter,
   const torch::Device& device = options_.device;
   const torch::Tensor images =  // [B, 3, H, W] float in [0, 1]
       batch.images.to(device, /*non_blocking=*/true).to(torch::kFloat).div_(255.0);
+  // The criterion takes the bf16 head outputs and computes in fp32 itself.
   model::TrainOutput out;
   {
     AutocastScope autocast(options_.precision, device);
     out = parts_.model->forward_train(images);
   }
-  const loss::LossResult l = (*parts_.criterion)(to_float(out), loss_targets(batch, device),
-                                                 {images.size(2), images.size(3)});
+  const loss::LossResult l =
+      (*parts_.criterion)(out, loss_targets(batch, device), {images.size(2), images.size(3)});
   StepResult result;
   result.images = images.size(0);
   result.instances = batch.cls.size(0);
