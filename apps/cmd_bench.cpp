@@ -109,11 +109,11 @@ Kind add_eval(CLI::App& parent) {
   auto* app =
       parent.add_subcommand("eval", "COCO evaluator: load, evaluate, accumulate, summarize");
   auto o = std::make_shared<bench::EvalBenchOptions>();
-  app->add_option("--images", o->images, "synthetic images")->check(CLI::Range(1, 1000000));
-  app->add_option("--cats", o->categories, "categories")->check(CLI::Range(1, 10000));
+  app->add_option("--images", o->gt.images, "synthetic images")->check(CLI::Range(1, 1000000));
+  app->add_option("--cats", o->gt.categories, "categories")->check(CLI::Range(1, 10000));
   app->add_option("--dets-per-image", o->dets_per_image, "detections per image")
       ->check(CLI::Range(1, 100000));
-  app->add_option("--seed", o->seed, "generator seed");
+  app->add_option("--seed", o->gt.seed, "generator seed");
   app->add_option("--threads", o->threads, "loader and evaluator threads (0: every core)")
       ->check(CLI::Range(0, 1024));
   app->add_option("--repeat", o->repeat, "runs; the median is reported")->check(CLI::Range(1, 100));

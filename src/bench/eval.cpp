@@ -16,7 +16,6 @@
 #include "eval/coco_eval.h"
 #include "eval/coco_json.h"
 #include "eval/coco_parallel.h"
-#include "eval/coco_synth.h"
 
 namespace detrain::bench {
 
@@ -29,13 +28,9 @@ struct Inputs {
 };
 
 Inputs write_inputs(const EvalBenchOptions& options, const std::string& dir) {
-  eval::SynthGtOptions gt_options;
-  gt_options.images = options.images;
-  gt_options.categories = options.categories;
-  gt_options.seed = options.seed;
-  const eval::CocoGroundTruth gt = eval::synth_ground_truth(gt_options);
+  const eval::CocoGroundTruth gt = eval::synth_ground_truth(options.gt);
   eval::SynthDetOptions det_options;
-  det_options.seed = options.seed + 1;
+  det_options.seed = options.gt.seed + 1;
   det_options.dets_per_image = options.dets_per_image;
   det_options.score_decimals = 3;
   const std::string results = eval::results_to_json(eval::synth_detections(gt, det_options));
@@ -118,14 +113,14 @@ Report bench_eval(const EvalBenchOptions& options) {
   report.title = fmt::format(
       "bench eval: {} images, {} categories, {} GT ({} crowd), {} detections, results JSON {}, "
       "{} threads, median of {}",
-      with_thousands(options.images), options.categories,
+      with_thousands(options.gt.images), options.gt.categories,
       with_thousands(static_cast<int64_t>(last.gt.num_annotations())),
       with_thousands(static_cast<int64_t>(crowd)),
       with_thousands(static_cast<int64_t>(last.detections)),
       human_bytes(static_cast<double>(in.results_bytes)), threads, repeat);
   report.head = {{"kind", "eval"},
-                 {"images", options.images},
-                 {"categories", options.categories},
+                 {"images", options.gt.images},
+                 {"categories", options.gt.categories},
                  {"gt_annotations", last.gt.num_annotations()},
                  {"crowd", crowd},
                  {"detections", last.detections},

@@ -4,18 +4,16 @@
 // `write_json` keeps both files so an outside reference (pycocotools) can run the same case.
 #pragma once
 
-#include <cstdint>
 #include <string>
 
 #include "bench/report.h"
+#include "eval/coco_synth.h"
 
 namespace detrain::bench {
 
 struct EvalBenchOptions {
-  int images = 5000;
-  int categories = 80;
+  eval::SynthGtOptions gt;  // images, categories, seed (the detections use seed + 1)
   int dets_per_image = 100;
-  uint64_t seed = 0;
   int threads = 0;         // loader and evaluator threads; 0 = every core
   int repeat = 3;          // runs; the median is reported
   std::string write_json;  // keep gt.json and results.json in this folder ("" = a scratch one)
