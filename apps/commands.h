@@ -40,12 +40,4 @@ Command add_export_command(CLI::App& root);
 Command add_data_synth(CLI::App& data);
 Command add_data_command(CLI::App& root);
 
-// `detrain bench` kinds (registered in cmd_bench.cpp).
-Command add_bench_model(CLI::App& bench);
-Command add_bench_eval(CLI::App& bench);
-Command add_bench_optim(CLI::App& bench);
-Command add_bench_loader(CLI::App& bench);
-Command add_bench_loss(CLI::App& bench);
-Command add_bench_step(CLI::App& bench);
-
 }  // namespace detrain::cli

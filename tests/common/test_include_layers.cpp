@@ -50,9 +50,13 @@ const std::vector<Layer>& layers() {
       {"train",
        {"common", "compat", "config", "geometry", "coco", "eval", "data", "model", "infer", "loss",
         "optim"}},
+      // `detrain bench` kinds: measurements over the modules above, returned as reports.
+      {"bench",
+       {"common", "compat", "config", "geometry", "eval", "data", "model", "loss", "optim",
+        "train"}},
       {"apps",
        {"common", "compat", "config", "geometry", "coco", "eval", "data", "model", "infer", "loss",
-        "optim", "export", "train"}},
+        "optim", "export", "train", "bench"}},
   };
   return table;
 }

@@ -1,0 +1,227 @@
+// See loader.h. Each measurement keeps the best of its repeats: the least disturbed by other
+// processes on a shared machine.
+#include "bench/loader.h"
+
+#include <malloc.h>
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+
+#include "common/memory.h"
+#include "common/strings.h"
+#include "common/timer.h"
+#include "compat/runtime.h"
+#include "data/coco_records.h"
+#include "data/dataset.h"
+#include "data/decode.h"
+#include "data/loader.h"
+#include "data/pipeline.h"
+
+namespace detrain::bench {
+
+namespace {
+
+double process_cpu_ms() { return process_cpu_seconds() * 1e3; }
+
+constexpr const char* kLoaderStage = "full chain + collate (loader)";
+
+struct Row {
+  std::string stage;
+  int64_t workers = 0;
+  double samples_per_s = 0;
+  double ms_per_sample_per_worker = 0;  // wall
+  double cpu_ms_per_sample = 0;
+  double decodes_per_sample = 0;
+};
+
+// What every measurement reads: the split, its descriptor and the experiment's settings.
+struct Inputs {
+  const config::Experiment& ex;
+  const LoaderBenchOptions& options;
+  data::DatasetInfo info;
+  std::vector<data::ImageRecord> records;
+  int64_t n = 0;
+  int imgsz = 0;
+};
+
+// Every image once per repeat, one thread.
+Row decode_baseline(const Inputs& in) {
+  double wall = 1e300, cpu = 1e300;
+  for (int r = 0; r < in.options.repeats; ++r) {
+    Stopwatch watch;
+    const double cpu_start = process_cpu_ms();
+    for (const auto& rec : in.records) data::load_image(rec.file, in.imgsz, false);
+    wall = std::min(wall, watch.millis() / static_cast<double>(in.n));
+    cpu = std::min(cpu, (process_cpu_ms() - cpu_start) / static_cast<double>(in.n));
+  }
+  return {"decode + resize only", 1, 1e3 / wall, wall, cpu, 1.0};
+}
+
+// The transform chain alone on images decoded once into an unbounded cache (freed on return,
+// before the RSS check), then the CPU time of each of its stages.
+std::vector<Row> transform_chain(const Inputs& in) {
+  data::ImageCache cache(0);
+  data::ImageSource source(in.records, in.info.kpt_count, in.imgsz, false, &cache);
+  data::TrainChainOptions chain;
+  chain.imgsz = in.imgsz;
+  chain.augment = in.ex.augment;
+  chain.flip_idx = in.info.flip_idx;
+  chain.seed = static_cast<uint64_t>(in.ex.runtime.seed);
+  chain.mosaic_window = static_cast<size_t>(std::min<int64_t>({in.n, 8 * in.options.batch, 1000}));
+  std::vector<int64_t> order(static_cast<size_t>(in.n));
+  for (int64_t i = 0; i < in.n; ++i) order[size_t(i)] = i;
+  for (int64_t i = 0; i < in.n; ++i) source.load(i);
+  double chain_ms = 1e300, chain_cpu = 0, collate_ms = 0;
+  data::ChainTimes stages;
+  std::vector<data::Sample> samples(static_cast<size_t>(in.options.batch));
+  for (int r = 0; r < in.options.repeats; ++r) {
+    data::ChainTimes t;
+    Stopwatch watch;
+    const double cpu = process_cpu_ms();
+    double collate = 0;
+    for (size_t p = 0; p < order.size(); ++p) {
+      samples[p % samples.size()] =
+          data::make_train_sample(source, chain, !in.options.no_mosaic, order, p, r, &t);
+      if ((p + 1) % samples.size() != 0) continue;
+      const double c = process_cpu_ms();
+      data::collate(samples);
+      collate += process_cpu_ms() - c;
+    }
+    const double ms = watch.millis() / static_cast<double>(in.n);
+    if (ms < chain_ms) {
+      chain_ms = ms;
+      chain_cpu = (process_cpu_ms() - cpu) / static_cast<double>(in.n);
+      stages = t;
+      collate_ms = collate;
+    }
+  }
+  std::vector<Row> rows{{"transforms + collate, cached", 1, 1e3 / chain_ms, chain_ms, chain_cpu}};
+  const std::vector<std::pair<std::string, double>> stage_ms = {
+      {"mosaic / letterbox placement", stages.place},
+      {"affine warp", stages.warp},
+      {"HSV", stages.hsv},
+      {"flips", stages.flip},
+      {"collate", collate_ms}};
+  for (const auto& [what, total] : stage_ms)
+    rows.push_back({"  cpu: " + what, 1, 0.0, 0.0, total / static_cast<double>(in.n), 0.0});
+  return rows;
+}
+
+data::LoaderOptions loader_options(const Inputs& in, int64_t workers) {
+  data::LoaderOptions options;
+  options.batch = in.options.batch;
+  options.prefetch = in.ex.data.prefetch;
+  options.seed = static_cast<uint64_t>(in.ex.runtime.seed);
+  options.imgsz = in.imgsz;
+  options.train = true;
+  options.workers = workers;
+  return options;
+}
+
+// The full chain through the loader with `workers` workers, a fresh loader per repeat.
+Row full_loader(const Inputs& in, int64_t workers) {
+  double best_s = 1e300, best_cpu = 0, decodes = 0;
+  for (int r = 0; r < in.options.repeats; ++r) {
+    data::Loader loader(in.info, in.records, in.ex.augment, loader_options(in, workers));
+    loader.set_mosaic(!in.options.no_mosaic);
+    Stopwatch watch;
+    const double cpu = process_cpu_ms();
+    loader.start_epoch(r);
+    int64_t samples = 0;
+    while (auto batch = loader.next()) samples += batch->size();
+    const double s = watch.seconds();
+    if (s < best_s) {
+      best_s = s;
+      best_cpu = (process_cpu_ms() - cpu) / static_cast<double>(samples);
+      decodes = static_cast<double>(loader.stats().decodes) / static_cast<double>(samples);
+    }
+  }
+  const double n = static_cast<double>(in.n);
+  return {kLoaderStage, workers,
+          n / best_s,   1e3 * best_s * static_cast<double>(std::max<int64_t>(workers, 1)) / n,
+          best_cpu,     decodes};
+}
+
+// RSS over repeated epochs of one long-lived loader, after returning freed heap pages so
+// earlier stages do not blur the trend.
+std::vector<double> rss_per_epoch(const Inputs& in, int64_t workers) {
+  malloc_trim(0);
+  std::vector<double> rss;
+  data::Loader loader(in.info, in.records, in.ex.augment, loader_options(in, workers));
+  loader.set_mosaic(!in.options.no_mosaic);
+  for (int e = 0; e < in.options.epochs; ++e) {
+    loader.start_epoch(e);
+    while (loader.next()) {
+    }
+    rss.push_back(static_cast<double>(resident_memory_bytes()));
+  }
+  return rss;
+}
+
+Report make_report(const Inputs& in, const compat::RuntimeInfo& runtime,
+                   const std::vector<Row>& rows, int64_t rss_workers,
+                   const std::vector<double>& rss) {
+  const auto& o = in.options;
+  const std::string mode = o.no_mosaic ? "letterbox (mosaic off)" : "mosaic";
+  Report report;
+  report.title = fmt::format(
+      "{} ({}, {} images) at {} px, batch {}, {}, {} cores; best of {} repeats", in.info.yaml_path,
+      o.split, in.n, o.imgsz, o.batch, mode, runtime.cores, o.repeats);
+  report.head = {{"data", in.info.yaml_path}, {"split", o.split}, {"images", in.n},
+                 {"imgsz", o.imgsz},          {"batch", o.batch}, {"mode", mode},
+                 {"cores", runtime.cores}};
+  if (o.reference_ms) report.head["reference_ms_per_sample"] = *o.reference_ms;
+  report.rows_key = "rows";
+  report.columns = {{"stage", "stage"},
+                    {"workers", "workers"},
+                    {"samples/s", "samples_per_s"},
+                    {"wall ms/s/w", "ms_per_sample_per_worker"},
+                    {"cpu ms/samp", "cpu_ms_per_sample"},
+                    {"decodes", "decodes_per_sample"}};
+  for (const auto& r : rows)
+    report.rows.push_back({label(r.stage), integer(r.workers), number_or_dash(r.samples_per_s, 1),
+                           number_or_dash(r.ms_per_sample_per_worker, 2),
+                           number_or_dash(r.cpu_ms_per_sample, 2),
+                           number(r.decodes_per_sample, 2)});
+  report.tail = {{"rss_bytes_per_epoch", rss}};
+  if (o.reference_ms) {
+    // The loader's cheapest CPU cost per sample against the reference's one process.
+    const Row* best = nullptr;
+    for (const auto& r : rows)
+      if (r.stage == kLoaderStage && (!best || r.cpu_ms_per_sample < best->cpu_ms_per_sample))
+        best = &r;
+    if (best)
+      report.notes.push_back(fmt::format(
+          "reference (--reference-ms): {:.2f} ms/sample; full chain + collate here: {:.2f} cpu "
+          "ms/sample at {} worker(s); reference / this run = {:.2f}",
+          *o.reference_ms, best->cpu_ms_per_sample, best->workers,
+          *o.reference_ms / best->cpu_ms_per_sample));
+  }
+  std::vector<std::string> sizes;
+  for (const double b : rss) sizes.push_back(human_bytes(b));
+  report.notes.push_back(fmt::format("RSS after each of {} epochs ({} workers): {}", rss.size(),
+                                     rss_workers, join(sizes, ", ")));
+  return report;
+}
+
+}  // namespace
+
+Report bench_loader(const config::ResolvedConfig& resolved, const LoaderBenchOptions& options) {
+  const auto& ex = resolved.experiment;
+  const auto runtime = compat::apply_runtime(ex.runtime);
+  Inputs in{ex, options, data::load_dataset(options.data.empty() ? ex.data.dataset : options.data)};
+  data::RecordOptions record_options;
+  record_options.skip_missing = ex.data.skip_missing;
+  in.records = data::load_records(in.info, options.split, record_options).images;
+  in.n = static_cast<int64_t>(in.records.size());
+  in.imgsz = static_cast<int>(options.imgsz);
+
+  std::vector<Row> rows{decode_baseline(in)};
+  for (auto& row : transform_chain(in)) rows.push_back(row);
+  for (const int64_t w : options.workers) rows.push_back(full_loader(in, w));
+  const int64_t rss_workers = *std::max_element(options.workers.begin(), options.workers.end());
+  const std::vector<double> rss = rss_per_epoch(in, rss_workers);
+  return make_report(in, runtime, rows, rss_workers, rss);
+}
+
+}  // namespace detrain::bench

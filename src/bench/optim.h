@@ -1,0 +1,22 @@
+// `detrain bench optim`: optimizer step time on a real parameter set with fixed random
+// gradients, for SGD, MuSGD `off` (per-parameter Newton-Schulz) and MuSGD `exact` (stacked
+// buckets) stepped side by side (bench/abba.h), with the ATen operator calls per step and the
+// max |param difference| exact vs off.
+#pragma once
+
+#include <string>
+
+#include "bench/report.h"
+#include "config/config.h"
+
+namespace detrain::bench {
+
+struct OptimBenchOptions {
+  std::string arch, scale, device;  // "" = the config's model.arch, model.scale, runtime.device
+  int steps = 50;                   // timed steps per optimizer
+  int warmup = 2;                   // steps not kept (state and workspaces are allocated there)
+};
+
+Report bench_optim(const config::ResolvedConfig& resolved, const OptimBenchOptions& options);
+
+}  // namespace detrain::bench

@@ -1,0 +1,146 @@
+// See step.h.
+#include "bench/step.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include "bench/abba.h"
+#include "common/errors.h"
+#include "common/progress.h"
+#include "common/scratch_dir.h"
+#include "common/subprocess.h"
+#include "compat/torch_compat.h"
+#include "train/metrics_log.h"
+#include "train/precision.h"
+#include "train/run_dir.h"
+#include "train/trainer.h"
+
+namespace detrain::bench {
+
+namespace {
+
+struct StepResult {
+  std::string precision, runs_as;  // runs_as: fp32 where bf16 falls back (train/precision.h)
+  int64_t nproc = 1;
+  Timing timing;
+  double data_wait_share = 0, images_per_s = 0;
+  int64_t steps = 0;
+};
+
+// The overrides that make a run of `precision` a short, quiet measurement in `project`.
+std::vector<std::string> run_overrides(const StepBenchOptions& o, const std::string& precision,
+                                       const std::string& project, const std::string& name) {
+  std::vector<std::string> overrides = o.overrides;
+  const auto add = [&](const std::string& key, const std::string& value) {
+    if (!value.empty()) overrides.push_back(key + "=" + value);
+  };
+  add("model.arch", o.arch);
+  add("model.scale", o.scale);
+  add("data.dataset", o.data);
+  add("runtime.device", o.device);
+  add("data.imgsz", std::to_string(o.imgsz));
+  add("data.batch", std::to_string(o.batch));
+  add("train.precision", precision);
+  add("train.epochs", "1000");  // the run is cut after warmup + steps iterations
+  add("train.val", "false");
+  add("train.plots", "false");
+  add("train.progress", "off");
+  add("train.log_every", "1");
+  add("train.project", project);
+  add("train.name", name);
+  return overrides;
+}
+
+// N ranks: `detrain --quiet train --nproc N ...` as a child process, spawned with an argument
+// vector (no shell, so no quoting); rank 0 writes the metrics read below.
+void run_ranks(const StepBenchOptions& o, int64_t nproc, const std::vector<std::string>& overrides,
+               ScratchDir& scratch, const std::string& name) {
+  std::vector<std::string> argv = {"/proc/self/exe",
+                                   "--quiet",
+                                   "train",
+                                   "--nproc",
+                                   std::to_string(nproc),
+                                   "--max-iterations",
+                                   std::to_string(o.warmup + o.steps)};
+  if (!o.config_file.empty()) argv.insert(argv.end(), {"--config", o.config_file});
+  argv.insert(argv.end(), overrides.begin(), overrides.end());
+  const std::string log = scratch.file(name + ".log");
+  const int code = run_program("/proc/self/exe", argv, log);
+  // 130: stopped after --max-iterations with a resumable checkpoint, as asked.
+  if (code != 0 && code != 130) {
+    scratch.keep();
+    throw DistributedError(
+        fmt::format("bench step: the {}-rank run exited with code {}; its "
+                    "output is in {}",
+                    nproc, code, log));
+  }
+}
+
+StepResult measure(const StepBenchOptions& o, const std::string& precision, int64_t nproc,
+                   ScratchDir& scratch) {
+  const std::string name = precision + "-" + std::to_string(nproc);
+  const auto overrides = run_overrides(o, precision, scratch.path(), name);
+  const config::ResolvedConfig resolved = config::resolve(o.config_file, overrides);
+  std::string run_dir = scratch.path() + "/" + name;
+  if (nproc > 1) {
+    run_ranks(o, nproc, overrides, scratch, name);
+  } else {
+    train::TrainRequest request;
+    request.config = resolved;
+    request.callbacks.should_stop = train::stop_after(o.warmup + o.steps);
+    request.print_config = false;
+    run_dir = train::run_training(request).run_dir;
+  }
+  const train::Precision runs_as = train::effective_precision(
+      train::parse_precision(precision), compat::parse_device(resolved.experiment.runtime.device));
+
+  std::vector<double> ms;
+  double wait_ms = 0, total_ms = 0;
+  int64_t index = 0;
+  for (const auto& line : train::read_metrics_jsonl(train::run_paths(run_dir).metrics_jsonl)) {
+    if (index++ < o.warmup) continue;
+    ms.push_back(line["step_ms"].get<double>());
+    wait_ms += line["data_ms"].get<double>();
+    total_ms += ms.back();
+  }
+  if (ms.empty()) throw DataError("bench step: no iteration was measured; raise --steps");
+  StepResult r;
+  r.precision = precision;
+  r.nproc = nproc;
+  r.runs_as = train::precision_name(runs_as);
+  r.steps = static_cast<int64_t>(ms.size());
+  r.timing = summarize(ms);
+  r.data_wait_share = total_ms > 0 ? wait_ms / total_ms : 0;
+  r.images_per_s = total_ms > 0 ? 1e3 * static_cast<double>(o.batch * r.steps) / total_ms : 0;
+  return r;
+}
+
+}  // namespace
+
+Report bench_step(const StepBenchOptions& options) {
+  ScratchDir scratch("detrain-bench-step-");
+  Report report;
+  report.title = fmt::format("bench step: batch {}, {} px, {} timed iterations after {} warm-up",
+                             options.batch, options.imgsz, options.steps, options.warmup);
+  // No rows_key: the JSON is the bare array of runs, one object per precision and rank count.
+  report.columns = {{"precision", "precision"}, {"runs as", "runs_as"},
+                    {"ranks", "nproc"},         {"", "steps"},
+                    {"median ms", "median_ms"}, {"min ms", "min_ms"},
+                    {"max ms", "max_ms"},       {"data wait %", "data_wait_share"},
+                    {"img/s", "images_per_s"}};
+  for (const int64_t nproc : options.nprocs)
+    for (const std::string& precision : options.precisions) {
+      const StepResult r = measure(options, precision, nproc, scratch);
+      report.rows.push_back({label(r.precision),
+                             label(r.runs_as),
+                             integer(r.nproc),
+                             integer(r.steps),
+                             number(r.timing.median_ms, 1),
+                             number(r.timing.min_ms, 1),
+                             number(r.timing.max_ms, 1),
+                             {r.data_wait_share, fixed(100 * r.data_wait_share, 1)},
+                             number(r.images_per_s, 2)});
+    }
+  return report;
+}
+
+}  // namespace detrain::bench

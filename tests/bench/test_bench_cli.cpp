@@ -1,0 +1,42 @@
+// `detrain bench` as a user runs it: one kind's table and JSON carry the same rows, and a
+// failed multi-rank `bench step` run names the log the spawned trainer wrote.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "common/atomic_file.h"
+#include "test_support.h"
+
+using detrain::test::run_detrain;
+
+TEST_CASE("bench model prints the same stages as a table and as JSON", "[smoke][bench]") {
+  const std::string args = "bench model -m models/yolo26.yaml --imgsz 64 -r 1 runtime.threads=1";
+  const auto table = run_detrain(args);
+  INFO(table.output);
+  REQUIRE(table.exit_code == 0);
+  const auto json = run_detrain(args + " --json");
+  INFO(json.output);
+  REQUIRE(json.exit_code == 0);
+  const auto j = nlohmann::json::parse(json.output);
+  CHECK(j["imgsz"] == 64);
+  REQUIRE(j["timings"].size() == 6);
+  for (const auto& row : j["timings"]) {
+    CHECK_THAT(table.output, Catch::Contains("\n  " + row["stage"].get<std::string>() + " "));
+    CHECK(row["median_ms"].get<double>() >= row["min_ms"].get<double>());
+  }
+  CHECK_THAT(table.output, Catch::Contains("  stage ") && Catch::Contains("median ms"));
+}
+
+TEST_CASE("bench step names the log of a failed multi-rank run", "[smoke][bench]") {
+  const auto r = run_detrain(
+      "bench step --data data/missing.yaml --steps 1 --warmup 0 --precision fp32 --nproc 2");
+  INFO(r.output);
+  CHECK(r.exit_code == 8);
+  const auto at = r.output.find("its output is in ");
+  REQUIRE(at != std::string::npos);
+  std::string log = r.output.substr(at + 17);
+  log = log.substr(0, log.find('\n'));
+  REQUIRE(std::filesystem::exists(log));
+  CHECK_THAT(detrain::read_file(log), Catch::Contains("data/missing.yaml"));
+  std::filesystem::remove_all(std::filesystem::path(log).parent_path());
+}
