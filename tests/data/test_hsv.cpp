@@ -3,12 +3,14 @@
 // floored % and astype truncation, cv2 split / LUT / merge) with fixed gains. Tolerance: 0
 // levels. Both sides apply integer lookup tables between the same OpenCV 4.6 uint8 colour
 // conversions (Debian's python3-opencv and the C++ build share libopencv-imgproc), so any
-// difference is a different table, which is exactly what this test is for.
+// difference is a different table, which is exactly what this test is for. The fused AVX2
+// pass (data/hsv_avx2.cpp) is checked against OpenCV's conversions on every colour.
 #include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
 #include <vector>
 
 #include "common/rng.h"
@@ -124,4 +126,59 @@ TEST_CASE("draw_hsv draws each gain uniformly in [-gain, gain]", "[unit][data]")
     CHECK(std::abs(sum[k] / kDraws) < 0.02);
   }
   CHECK(draw_hsv(rng, 0, 0, 0).h == 0);  // zero gain: no shift at all
+}
+
+TEST_CASE("the fused HSV pass equals OpenCV's two conversions on all 2^24 colours",
+          "[unit][data]") {
+  // Every BGR colour once, 4096 x 4096 (a multiple of 32 wide: the fused pass applies). The
+  // gains: hsv_reference.py's four, the default gains' extremes, and tiny ones. Tolerance: 0
+  // levels (the pass reproduces OpenCV's arithmetic, so any difference is a bug).
+  cv::Mat all(4096, 4096, CV_8UC3);
+  for (int i = 0; i < (1 << 24); ++i) {
+    uint8_t* p = all.data + 3 * static_cast<size_t>(i);
+    p[0] = static_cast<uint8_t>(i & 255);
+    p[1] = static_cast<uint8_t>((i >> 8) & 255);
+    p[2] = static_cast<uint8_t>(i >> 16);
+  }
+  std::vector<HsvGains> gains;
+  for (const auto& c : kCases) gains.push_back(c.gains);
+  gains.push_back({0.015, -0.7, 0.4});
+  gains.push_back({-0.015, 0.7, 0.4});
+  gains.push_back({1e-9, 1e-9, -1e-9});
+  cv::Mat probe = all(cv::Rect(0, 0, 32, 1)).clone();
+  if (!apply_hsv_fused(probe, hsv_tables(gains[0]))) {
+    WARN("this CPU has no AVX2 + FMA: apply_hsv always takes OpenCV's conversions here");
+    return;
+  }
+  for (const auto& g : gains) {
+    INFO("gains (" << g.h << ", " << g.s << ", " << g.v << ")");
+    cv::Mat expected = all.clone(), fused = all.clone();
+    apply_hsv_with_opencv(expected, hsv_tables(g));
+    REQUIRE(apply_hsv_fused(fused, hsv_tables(g)));
+    CHECK(cv::countNonZero(cv::Mat(expected != fused).reshape(1)) == 0);
+  }
+}
+
+TEST_CASE("apply_hsv equals OpenCV's conversions on images the fused pass takes", "[unit][data]") {
+  // hsv_reference.py's 16 pixels repeated across a 32 x 4 image, and the same inside a larger
+  // image (a region of interest: rows not contiguous). The expectation is OpenCV's own result
+  // on the same image, not the printed values above: OpenCV computes a row's 32-pixel blocks
+  // with its AVX2 kernel and the remainder with scalar code that rounds differently, so the
+  // 4 x 4 image of hsv_reference.py (all remainder) can differ by a level from the same pixel
+  // inside a 640-pixel row (e.g. pixel 3 at the first gains: G 115 there, 114 here).
+  for (const auto& c : kCases) {
+    cv::Mat tile = image_of(kPixels), wide, framed(12, 64, CV_8UC3, cv::Scalar(1, 2, 3));
+    cv::repeat(tile, 1, 8, wide);
+    cv::Mat roi = framed(cv::Rect(32, 4, 32, 4));
+    wide.copyTo(roi);
+    cv::Mat expected = wide.clone();
+    apply_hsv_with_opencv(expected, hsv_tables(c.gains));
+    apply_hsv(wide, c.gains);
+    apply_hsv(roi, c.gains);
+    INFO("gains (" << c.gains.h << ", " << c.gains.s << ", " << c.gains.v << ")");
+    CHECK(cv::countNonZero(cv::Mat(wide != expected).reshape(1)) == 0);
+    CHECK(cv::countNonZero(cv::Mat(roi != expected).reshape(1)) == 0);
+    CHECK(framed.at<cv::Vec3b>(4, 31) == cv::Vec3b(1, 2, 3));  // nothing outside the region
+    CHECK(framed.at<cv::Vec3b>(8, 32) == cv::Vec3b(1, 2, 3));
+  }
 }
