@@ -13,6 +13,7 @@ struct DataOptions {
   int64_t workers = 2;
   int64_t prefetch = 4;
   std::string cache = "none";
+  bool cache_records = true;
   bool skip_missing = false;
   double fraction = 1.0;
   bool single_cls = false;
@@ -28,7 +29,11 @@ struct DataOptions {
     v("workers", workers, "loader threads; 0 loads in the training thread",
       Constraint::range(0, 256));
     v("prefetch", prefetch, "batches prepared ahead per worker", Constraint::range(1, 64));
-    v("cache", cache, "keep decoded, resized images in RAM", Constraint::one_of({"none", "ram"}));
+    v("cache", cache,
+      "decoded, resized images: none, ram (one copy per machine), disk (kept across runs)",
+      Constraint::one_of({"none", "ram", "disk"}));
+    v("cache_records", cache_records,
+      "keep parsed annotation records in a binary cache file for fast restarts");
     v("skip_missing", skip_missing, "skip (and count) images that are missing at scan time");
     v("fraction", fraction, "fraction of the training set to use", Constraint::range(1e-6, 1.0));
     v("single_cls", single_cls, "train every class as class 0");

@@ -2,7 +2,10 @@
 // `images` in the file, so the table keeps both in file order and they are joined here by id.
 #include "data/coco_records.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +13,10 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "coco/table_cache.h"
 #include "common/errors.h"
+#include "common/timer.h"
+#include "data/cache_files.h"
 
 namespace detrain::data {
 namespace fs = std::filesystem;
@@ -30,6 +36,107 @@ bool has_labelled_keypoints(const coco::AnnotationTable& t, size_t i, size_t k3)
   return false;
 }
 
+// Row of each image id of a table. Ids within [0, 4 n + 1024) index an array; others (sparse or
+// negative ids) go through a hash map. Duplicate ids are a DataError either way.
+class RowOfImage {
+ public:
+  explicit RowOfImage(const coco::AnnotationTable& t) {
+    const size_t n = t.num_images();
+    const int64_t dense_limit = static_cast<int64_t>(4 * n + 1024);
+    const bool dense = std::all_of(t.image_ids.begin(), t.image_ids.end(),
+                                   [&](int64_t id) { return id >= 0 && id < dense_limit; });
+    if (dense) {
+      int64_t top = 0;
+      for (const int64_t id : t.image_ids) top = std::max(top, id);
+      dense_.assign(static_cast<size_t>(top) + 1, -1);
+    } else {
+      sparse_.reserve(2 * n);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t id = t.image_ids[i];
+      const bool fresh = dense ? dense_[static_cast<size_t>(id)] < 0
+                               : sparse_.emplace(id, static_cast<int64_t>(i)).second;
+      if (!fresh)
+        throw DataError(t.source + ": image id " + std::to_string(id) +
+                        " appears twice in 'images' (ids must be unique)");
+      if (dense) dense_[static_cast<size_t>(id)] = static_cast<int64_t>(i);
+    }
+  }
+  // The row, or -1 when no image has this id.
+  int64_t find(int64_t id) const {
+    if (!dense_.empty() || sparse_.empty()) {
+      return id >= 0 && static_cast<size_t>(id) < dense_.size() ? dense_[static_cast<size_t>(id)]
+                                                                : -1;
+    }
+    const auto it = sparse_.find(id);
+    return it == sparse_.end() ? -1 : it->second;
+  }
+
+ private:
+  std::vector<int64_t> dense_;
+  std::unordered_map<int64_t, int64_t> sparse_;
+};
+
+// `dir`/`name` as lexically_normal would give it, without its cost when the name is plain (no
+// "." or ".." components, no doubled or leading slash).
+std::string image_path(const std::string& dir, const std::string& name) {
+  const bool plain = !name.empty() && name[0] != '/' && name[0] != '.' &&
+                     name.find("/.") == std::string::npos && name.find("//") == std::string::npos &&
+                     name.back() != '/';
+  if (!plain || dir.empty() || dir == ".")
+    return (fs::path(dir) / name).lexically_normal().string();
+  return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+// Is a path a regular file? Paths inside `dir` are looked up from an open handle of it, one
+// name each instead of the whole path (COCO-train: 118k lookups at every start).
+class FileCheck {
+ public:
+  explicit FileCheck(const std::string& dir)
+      : dir_(dir), fd_(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)) {}
+  ~FileCheck() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileCheck(const FileCheck&) = delete;
+  FileCheck& operator=(const FileCheck&) = delete;
+  bool regular_file(const std::string& path) const {
+    struct stat st {};
+    const bool inside = fd_ >= 0 && path.size() > dir_.size() + 1 &&
+                        path.compare(0, dir_.size(), dir_) == 0 && path[dir_.size()] == '/';
+    const int rc =
+        inside ? ::fstatat(fd_, path.c_str() + dir_.size() + 1, &st, 0) : ::stat(path.c_str(), &st);
+    return rc == 0 && S_ISREG(st.st_mode);
+  }
+
+ private:
+  std::string dir_;
+  int fd_;
+};
+
+// The table from the annotation file's records cache, made or refreshed as needed. The cache is
+// an optimisation: when it cannot be written the run goes on and says why once.
+coco::AnnotationTable read_through_cache(const std::string& annotations,
+                                         const coco::ReadOptions& read, std::string* cache_use) {
+  // A strict read (the evaluator's categories too) keeps its own file, so validation and a
+  // plain scan of the same split do not overwrite each other's cache.
+  const std::string cache =
+      cache_file_for(annotations, read.require_categories ? "records-eval" : "records");
+  std::error_code ec;
+  fs::create_directories(fs::path(cache).parent_path(), ec);
+  coco::TableCacheUse use;
+  coco::AnnotationTable table = coco::load_annotations_cached(annotations, read, cache, &use);
+  if (use.hit)
+    spdlog::debug("{}: records read from the cache {}", annotations, cache);
+  else if (!use.write_error.empty())
+    spdlog::warn("{}: records cache not written ({}); the next run parses the file again",
+                 annotations, use.write_error);
+  else if (use.miss != "absent")
+    spdlog::info("{}: records cache {} was {}; rewritten", annotations, cache, use.miss);
+  if (cache_use)
+    *cache_use = use.hit ? "read" : use.written ? "written" : "not written: " + use.write_error;
+  return table;
+}
+
 }  // namespace
 
 Records build_records(const coco::AnnotationTable& t, const DatasetInfo& info,
@@ -47,35 +154,51 @@ Records build_records(const coco::AnnotationTable& t, const DatasetInfo& info,
   const std::string& source = t.source;
   Records result;
   auto& stats = result.stats;
-  std::unordered_map<int64_t, size_t> row_of_image;
-  row_of_image.reserve(t.num_images() * 2);
+  // Image id -> row: a plain array when the ids are dense enough (COCO's are), else a hash map.
+  const RowOfImage row_of_image(t);
   std::vector<ImageRecord> records(t.num_images());
   std::vector<uint8_t> has_keypoints(t.num_images(), 0);
+  const std::string images_dir = fs::path(files.images).lexically_normal().string();
   for (size_t i = 0; i < t.num_images(); ++i) {
-    if (!row_of_image.emplace(t.image_ids[i], i).second)
-      throw DataError(source + ": image id " + std::to_string(t.image_ids[i]) +
-                      " appears twice in 'images' (ids must be unique)");
     auto& r = records[i];
-    r.file = (fs::path(files.images) / t.image_files[i]).lexically_normal().string();
+    r.file = image_path(images_dir, t.image_files[i]);
     r.image_id = t.image_ids[i];
     r.width = static_cast<int32_t>(t.image_widths[i]);
     r.height = static_cast<int32_t>(t.image_heights[i]);
   }
 
+  // Each annotation's row once, then every record's lists sized before they are filled (no
+  // regrowth over COCO-train's 860k annotations in random image order).
   stats.annotations = static_cast<int64_t>(t.num_annotations());
+  std::vector<uint32_t> row_of_annotation(t.num_annotations());
+  {
+    std::vector<uint32_t> boxes(records.size(), 0), crowd(records.size(), 0);
+    for (size_t i = 0; i < t.num_annotations(); ++i) {
+      const int64_t row = row_of_image.find(t.ann_image_id[i]);
+      if (row < 0)
+        throw DataError(source + ": annotation id " + std::to_string(t.ann_id[i]) +
+                        " names image id " + std::to_string(t.ann_image_id[i]) +
+                        ", which is not in 'images'");
+      row_of_annotation[i] = static_cast<uint32_t>(row);
+      ++(t.ann_iscrowd[i] ? crowd : boxes)[static_cast<size_t>(row)];
+    }
+    for (size_t i = 0; i < records.size(); ++i) {
+      records[i].boxes_xyxy_px.reserve(boxes[i]);
+      records[i].classes.reserve(boxes[i]);
+      records[i].keypoints_px.reserve(boxes[i] * k3);
+      records[i].crowd_boxes_xyxy_px.reserve(crowd[i]);
+    }
+  }
   for (size_t i = 0; i < t.num_annotations(); ++i) {
     const int64_t id = t.ann_id[i], image_id = t.ann_image_id[i];
-    const auto row = row_of_image.find(image_id);
-    if (row == row_of_image.end())
-      throw DataError(source + ": annotation id " + std::to_string(id) + " names image id " +
-                      std::to_string(image_id) + ", which is not in 'images'");
+    const size_t row = row_of_annotation[i];
     const int64_t cls = info.class_index(t.ann_category_id[i]);
     if (cls < 0)
       throw DataError(source + ": annotation id " + std::to_string(id) + " (image id " +
                       std::to_string(image_id) + ") has category id " +
                       std::to_string(t.ann_category_id[i]) + ", which " + info.yaml_path +
                       " does not list under 'classes'; add it there or fix the annotation");
-    auto& r = records[row->second];
+    auto& r = records[row];
     const float w = static_cast<float>(r.width), h = static_cast<float>(r.height);
     const coco::BoxXywh& b = t.ann_bbox[i];
     BoxXyxy box = {static_cast<float>(b.x), static_cast<float>(b.y), static_cast<float>(b.x + b.w),
@@ -97,17 +220,17 @@ Records build_records(const coco::AnnotationTable& t, const DatasetInfo& info,
     if (k3 > 0) {
       const double* points = t.ann_keypoints.data() + i * k3;
       for (size_t j = 0; j < k3; ++j) r.keypoints_px.push_back(static_cast<float>(points[j]));
-      if (has_labelled_keypoints(t, i, k3)) has_keypoints[row->second] = 1;
+      if (has_labelled_keypoints(t, i, k3)) has_keypoints[row] = 1;
     }
   }
 
-  std::error_code ec;
+  const FileCheck files_there(images_dir);
   for (size_t i = 0; i < records.size(); ++i) {
     if (info.keep_images == KeepImages::kWithKeypoints && !has_keypoints[i]) {
       ++stats.images_filtered;
       continue;
     }
-    if (options.check_files && !fs::is_regular_file(records[i].file, ec)) {
+    if (options.check_files && !files_there.regular_file(records[i].file)) {
       ++stats.images_missing;
       if (stats.missing_examples.size() < kMissingExamples)
         stats.missing_examples.push_back(records[i].file);
@@ -144,24 +267,33 @@ RecordOptions RecordOptions::from(const config::DataOptions& data, bool train) {
   o.skip_missing = data.skip_missing;
   o.single_cls = data.single_cls;
   o.fraction = train ? data.fraction : 1.0;
+  o.cache_records = data.cache_records;
   return o;
 }
 
 coco::AnnotationTable read_split(const DatasetInfo& info, const std::string& split,
-                                 const coco::ReadOptions& read) {
+                                 const coco::ReadOptions& read, bool cache_records,
+                                 std::string* cache_use) {
   const SplitFiles& files = info.split(split);
   std::error_code ec;
   if (!fs::is_regular_file(files.annotations, ec))
     throw DataError("annotation file '" + files.annotations + "' of " + info.yaml_path + " (" +
                     split +
                     ") not found; check the descriptor's path (or DETRAIN_DATA / data.root)");
-  return coco::load_annotations(files.annotations, read);
+  if (!cache_records) return coco::load_annotations(files.annotations, read);
+  return read_through_cache(files.annotations, read, cache_use);
 }
 
 Records load_records(const DatasetInfo& info, const std::string& split,
                      const RecordOptions& options) {
-  return build_records(read_split(info, split, record_read_options(info)), info, info.split(split),
-                       options);
+  Stopwatch watch;
+  std::string cache_use;
+  Records records = build_records(
+      read_split(info, split, record_read_options(info), options.cache_records, &cache_use), info,
+      info.split(split), options);
+  records.stats.read_seconds = watch.seconds();
+  records.stats.records_cache = cache_use;
+  return records;
 }
 
 Records parse_records(const std::string& json_text, const std::string& source,

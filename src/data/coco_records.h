@@ -41,15 +41,18 @@ struct RecordStats {
   int64_t images_filtered = 0;  // dropped by keep_images
   int64_t images_missing = 0;   // files missing at scan time (with skip_missing)
   std::vector<std::string> missing_examples;  // first few missing paths
+  double read_seconds = 0;    // reading the file (or its cache) and building the records
+  std::string records_cache;  // "" (not used), "read", "written", or why it was not written
 };
 
 struct RecordOptions {
-  bool check_files = true;    // stat every image file at scan time
-  bool skip_missing = false;  // missing files: drop and count instead of failing
-  bool single_cls = false;    // every class becomes class 0
-  double fraction = 1.0;      // keep the first round(fraction * n) records (train)
+  bool check_files = true;     // stat every image file at scan time
+  bool skip_missing = false;   // missing files: drop and count instead of failing
+  bool single_cls = false;     // every class becomes class 0
+  double fraction = 1.0;       // keep the first round(fraction * n) records (train)
+  bool cache_records = false;  // read the annotation file through its records cache
 
-  // data.skip_missing / single_cls, and data.fraction for the train split.
+  // data.skip_missing / single_cls / cache_records, and data.fraction for the train split.
   static RecordOptions from(const config::DataOptions& data, bool train);
 };
 
@@ -75,10 +78,13 @@ Records parse_records(const std::string& json_text, const std::string& source,
 // (keypoints skipped for detection).
 coco::ReadOptions record_read_options(const DatasetInfo& info);
 
-// `split`'s annotation file of `info` read with `read` (record_read_options(info), or more).
+// `split`'s annotation file of `info` read with `read` (record_read_options(info), or more),
+// through its records cache (data/cache_files.h, coco/table_cache.h) when `cache_records`.
 // Throws DataError naming the descriptor and split when the file is missing.
+// `cache_use`, when given, receives RecordStats::records_cache's text.
 coco::AnnotationTable read_split(const DatasetInfo& info, const std::string& split,
-                                 const coco::ReadOptions& read);
+                                 const coco::ReadOptions& read, bool cache_records = false,
+                                 std::string* cache_use = nullptr);
 
 // The records of a table read with record_read_options(info) (further requirements allowed,
 // e.g. the evaluator's categories: validation reads its split once for both). Throws DataError

@@ -75,6 +75,8 @@ std::string format_stats(const SplitStats& s, const DatasetInfo& info, const std
   out += s.corrupt_images >= 0 ? fmt::format(", {} corrupt images\n", s.corrupt_images) : "\n";
   for (const auto& f : s.corrupt_examples) out += "    corrupt: " + f + "\n";
   for (const auto& f : r.missing_examples) out += "    missing: " + f + "\n";
+  out += fmt::format("  read in {:.2f} s{}\n", r.read_seconds,
+                     r.records_cache.empty() ? "" : " (records cache: " + r.records_cache + ")");
   return out;
 }
 

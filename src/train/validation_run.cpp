@@ -17,10 +17,10 @@ ValidationRun::ValidationRun(const config::Experiment& x, const data::DatasetInf
   // truth: the loader's requirements plus the evaluator's categories.
   coco::ReadOptions read = data::record_read_options(dataset);
   read.require_categories = true;
-  coco::AnnotationTable table = data::read_split(dataset, split, read);
-  records_ = data::build_records(table, dataset, dataset.split(split),
-                                 data::RecordOptions::from(x.data, false))
-                 .images;
+  const data::RecordOptions record_options = data::RecordOptions::from(x.data, false);
+  coco::AnnotationTable table =
+      data::read_split(dataset, split, read, record_options.cache_records);
+  records_ = data::build_records(table, dataset, dataset.split(split), record_options).images;
   data::LoaderOptions lo =
       data::LoaderOptions::from(x.data, static_cast<uint64_t>(x.runtime.seed), /*train=*/false);
   if (x.val.batch > 0) lo.batch = x.val.batch;
