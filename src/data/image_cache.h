@@ -1,7 +1,9 @@
-// Decoded, resized images shared by all loader threads: a bounded LRU that holds the recent
-// images mosaic partners are drawn from (the reference's per-worker FIFO buffer, shared here so
-// workers reuse each other's decodes), or, with data.cache=ram, every image of the split after
-// a check against available memory. Contents never change results, only the work done.
+// Decoded, resized images shared by all loader threads. DecodedImageStore is what the image
+// source reads and fills; ImageCache is the in-process store: a bounded LRU that holds the
+// recent images mosaic partners are drawn from (the reference's per-worker FIFO buffer, shared
+// here so workers reuse each other's decodes), or an unbounded one. The machine-wide store of
+// data.cache=ram|disk is data/mapped_image_cache.h. Contents never change results, only the
+// work done.
 #pragma once
 
 #include <cstdint>
@@ -13,18 +15,29 @@
 
 namespace detrain::data {
 
-class ImageCache {
+class DecodedImageStore {
  public:
-  // capacity: images kept (0: unlimited, the RAM cache).
+  virtual ~DecodedImageStore() = default;
+  // The image of record `index`, or an empty Mat when it is not held. Thread-safe. The pixels
+  // are shared: a caller that edits them in place clones first.
+  virtual cv::Mat get(int64_t index) = 0;
+  // Offers a decoded image (the store may decline it). Thread-safe.
+  virtual void put(int64_t index, const cv::Mat& image) = 0;
+  virtual size_t size() const = 0;   // images held
+  virtual size_t bytes() const = 0;  // their pixel bytes
+};
+
+class ImageCache : public DecodedImageStore {
+ public:
+  // capacity: images kept (0: unlimited).
   explicit ImageCache(size_t capacity) : capacity_(capacity) {}
 
-  // The image of record `index`, or an empty Mat when it is not cached. Thread-safe.
-  cv::Mat get(int64_t index);
-  // Stores an image (evicting the least recently used beyond capacity). Thread-safe.
-  void put(int64_t index, const cv::Mat& image);
+  cv::Mat get(int64_t index) override;
+  // Stores an image (evicting the least recently used beyond capacity).
+  void put(int64_t index, const cv::Mat& image) override;
 
-  size_t size() const;
-  size_t bytes() const;
+  size_t size() const override;
+  size_t bytes() const override;
   size_t capacity() const { return capacity_; }
 
  private:

@@ -12,6 +12,7 @@
 #include "common/rng.h"
 #include "common/timer.h"
 #include "compat/torch_compat.h"
+#include "data/image_store.h"
 
 namespace detrain::data {
 
@@ -21,19 +22,6 @@ constexpr uint64_t kShuffleStream = 0x5f1;
 // The reference's mosaic buffer: min(n, 8 * batch, 1000) recent images.
 constexpr int64_t kWindowPerBatch = 8;
 constexpr int64_t kMaxWindow = 1000;
-// The RAM cache needs this much headroom over its estimate (the reference's 50 % margin).
-constexpr double kRamMargin = 1.5;
-
-uint64_t estimated_cache_bytes(const std::vector<ImageRecord>& records, int imgsz) {
-  uint64_t total = 0;
-  for (const auto& r : records) {
-    const double ratio = static_cast<double>(imgsz) / std::max(r.width, r.height);
-    total += static_cast<uint64_t>(std::min<double>(std::ceil(r.width * ratio), imgsz) *
-                                   std::min<double>(std::ceil(r.height * ratio), imgsz) * 3);
-  }
-  return total;
-}
-
 }  // namespace
 
 LoaderOptions LoaderOptions::from(const config::DataOptions& data, uint64_t seed, bool train) {
@@ -44,7 +32,7 @@ LoaderOptions LoaderOptions::from(const config::DataOptions& data, uint64_t seed
   o.seed = seed;
   o.train = train;
   o.imgsz = static_cast<int>(data.imgsz);
-  o.cache_ram = data.cache == "ram";
+  o.cache = data.cache;
   o.pin_memory = compat::cuda_available();
   return o;
 }
@@ -76,26 +64,17 @@ Loader::Loader(const DatasetInfo& info, std::vector<ImageRecord> records,
   if (options_.train && info_.has_keypoints() && info_.flip_idx.empty() && augment_.fliplr > 0)
     spdlog::warn("{} has keypoints but no flip_idx: horizontal flips are off", info_.yaml_path);
 
-  bool ram = options_.cache_ram;
-  if (ram) {
-    const uint64_t need = estimated_cache_bytes(records_, options_.imgsz);
-    const uint64_t have = available_memory_bytes();
-    if (have > 0 && static_cast<double>(need) * kRamMargin > static_cast<double>(have)) {
-      spdlog::warn(
-          "data.cache=ram needs ~{:.1f} GB (+50 % margin) but {:.1f} GB are available; "
-          "not caching",
-          need / 1e9, have / 1e9);
-      ram = false;
-    } else {
-      spdlog::info("caching {} decoded images in RAM (~{:.2f} GB)", n, need / 1e9);
-    }
-  }
   const int64_t in_flight =
       (std::max<int64_t>(options_.workers, 1) * options_.prefetch + 2) * options_.batch;
-  if (ram)
-    cache_ = std::make_unique<ImageCache>(0);
-  else if (options_.train)
-    cache_ = std::make_unique<ImageCache>(window + static_cast<size_t>(in_flight));
+  ImageStoreRequest store;
+  store.cache = options_.cache;
+  store.annotations = info_.split(options_.train ? "train" : "val").annotations;
+  store.train = options_.train;
+  store.imgsz = options_.imgsz;
+  store.recent = window + static_cast<size_t>(in_flight);
+  ImageStore opened = open_image_store(store, records_);
+  if (!opened.summary.empty()) spdlog::info("{}", opened.summary);
+  cache_ = std::move(opened.store);
   source_ = std::make_unique<ImageSource>(records_, info_.kpt_count, options_.imgsz,
                                           !options_.train, cache_.get());
   if (!options_.train)

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -37,10 +38,10 @@ struct LoaderOptions {
   int64_t world_size = 1;
   bool train = true;  // augment + shuffle; false: val letterbox rect batches
   int imgsz = 640;
-  bool cache_ram = false;   // keep every decoded image (after a memory check)
-  bool pin_memory = false;  // page-locked images for non-blocking CUDA copies
-  int stride = 32;          // val rect shapes are multiples of this
-  bool rect = true;         // val: rect batches; false: square imgsz batches in record order
+  std::string cache = "none";  // data.cache: none, ram or disk (data/image_store.h)
+  bool pin_memory = false;     // page-locked images for non-blocking CUDA copies
+  int stride = 32;             // val rect shapes are multiples of this
+  bool rect = true;            // val: rect batches; false: square imgsz batches in record order
 
   // batch / workers / prefetch / imgsz / cache from data.*; val batches are twice data.batch.
   static LoaderOptions from(const config::DataOptions& data, uint64_t seed, bool train);
@@ -105,7 +106,7 @@ class Loader {
   config::AugmentOptions augment_;
   LoaderOptions options_;
   TrainChainOptions chain_;
-  std::unique_ptr<ImageCache> cache_;
+  std::unique_ptr<DecodedImageStore> cache_;
   std::unique_ptr<ImageSource> source_;
   RectBatches rect_;  // val only
 

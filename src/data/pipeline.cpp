@@ -46,7 +46,7 @@ void own_image(Sample& s, const cv::Mat& shared) {
 }  // namespace
 
 ImageSource::ImageSource(const std::vector<ImageRecord>& records, int64_t kpt_count, int imgsz,
-                         bool area_downscale, ImageCache* cache)
+                         bool area_downscale, DecodedImageStore* cache)
     : records_(records),
       kpt_count_(kpt_count),
       imgsz_(imgsz),

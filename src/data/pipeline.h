@@ -24,7 +24,7 @@ class ImageSource {
  public:
   // `cache` may be null (no reuse). area_downscale: INTER_AREA when shrinking (val).
   ImageSource(const std::vector<ImageRecord>& records, int64_t kpt_count, int imgsz,
-              bool area_downscale, ImageCache* cache);
+              bool area_downscale, DecodedImageStore* cache);
 
   // Record `index` (or its replacement) as a sample in the resized image's pixels.
   Sample load(int64_t index);
@@ -41,7 +41,7 @@ class ImageSource {
   int64_t kpt_count_;
   int imgsz_;
   bool area_downscale_;
-  ImageCache* cache_;
+  DecodedImageStore* cache_;
   mutable std::mutex bad_mutex_;
   std::set<int64_t> bad_;
   std::atomic<int64_t> decodes_{0};

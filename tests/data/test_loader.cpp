@@ -268,7 +268,7 @@ TEST_CASE("RAM cache and close_mosaic change the work, not the batches", "[unit]
   Fixture f;
   const auto records = load_records(f.detect, "train").images;
   auto cached_options = small(true, 2);
-  cached_options.cache_ram = true;
+  cached_options.cache = "ram";
   Loader cached(f.detect, records, config::AugmentOptions{}, cached_options);
   Loader plain(f.detect, records, config::AugmentOptions{}, small(true, 2));
   const auto a = epoch_batches(cached, 1), b = epoch_batches(plain, 1);
