@@ -97,10 +97,20 @@ Kind add_loader(CLI::App& parent) {
       "a reference's CPU ms per sample, measured elsewhere (e.g. the one in "
       "docs/perf/2026-12-01-loader-kernels.md), to compare this run with; none is built in");
   reference->check(CLI::PositiveNumber);
+  app->add_option("--ranks", o->ranks,
+                  "also measure memory per rank: the loader as one process, then as N side by "
+                  "side (with data.cache=ram they share one decoded copy)")
+      ->check(CLI::Range(1, 64));
+  auto as_rank = std::make_shared<int64_t>(-1);
+  app->add_option("--as-rank", *as_rank)->group("")->check(CLI::Range(0, 63));
+  app->add_option("--rank-dir", o->rank_dir)->group("");
   auto config = std::make_shared<ConfigArgs>();
   config->add_to(app);
   return {app, [=] {
             if (reference->count() > 0) o->reference_ms = *reference_ms;
+            if (*as_rank >= 0) o->as_rank = *as_rank;
+            o->config_file = config->config_file;
+            o->overrides = config->overrides;
             return bench::bench_loader(config->resolve(), *o);
           }};
 }

@@ -6,9 +6,18 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
 
+#include "common/atomic_file.h"
+#include "common/errors.h"
 #include "common/memory.h"
+#include "common/scratch_dir.h"
 #include "common/strings.h"
+#include "common/subprocess.h"
 #include "common/timer.h"
 #include "compat/runtime.h"
 #include "data/coco_records.h"
@@ -158,9 +167,94 @@ std::vector<double> rss_per_epoch(const Inputs& in, int64_t workers) {
   return rss;
 }
 
+// Waits until `count` files `<dir>/<prefix><r>` exist (every rank reached that point).
+void wait_for_all(const std::string& dir, const std::string& prefix, int64_t count) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(30);
+  for (int64_t r = 0; r < count; ++r) {
+    while (!std::filesystem::exists(dir + "/" + prefix + std::to_string(r))) {
+      if (std::chrono::steady_clock::now() > deadline)
+        throw DistributedError("bench loader: rank " + std::to_string(r) + " of " +
+                               std::to_string(count) + " never reached '" + prefix + "'");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+}
+
+// One rank of the memory check: its shard for `epochs` epochs, then RSS and PSS once every rank
+// has finished (so shared pages are split among all of them), then exit together.
+void run_as_rank(const Inputs& in, int64_t rank) {
+  const auto& o = in.options;
+  data::LoaderOptions lo =
+      loader_options(in, *std::max_element(o.workers.begin(), o.workers.end()));
+  lo.cache = in.ex.data.cache;
+  lo.world_size = o.ranks;
+  lo.rank = rank;
+  data::Loader loader(in.info, in.records, in.ex.augment, lo);
+  loader.set_mosaic(!o.no_mosaic);
+  for (int e = 0; e < o.epochs; ++e) {
+    loader.start_epoch(e);
+    while (loader.next()) {
+    }
+  }
+  const std::string r = std::to_string(rank);
+  write_file_atomic(o.rank_dir + "/trained-" + r, "");
+  wait_for_all(o.rank_dir, "trained-", o.ranks);
+  const nlohmann::json report = {{"rss", resident_memory_bytes()},
+                                 {"pss", proportional_memory_bytes()},
+                                 {"cached_images", loader.stats().cached_images},
+                                 {"cached_bytes", loader.stats().cached_bytes}};
+  write_file_atomic(o.rank_dir + "/report-" + r, report.dump());
+  wait_for_all(o.rank_dir, "report-", o.ranks);
+}
+
+struct RankMemory {
+  double rss = 0, pss = 0, cached_bytes = 0;
+};
+
+// `ranks` rank processes side by side; their reports in rank order.
+std::vector<RankMemory> spawn_ranks(const LoaderBenchOptions& o, int64_t ranks) {
+  ScratchDir dir("detrain-bench-ranks-");
+  std::vector<std::string> argv = {
+      "/proc/self/exe", "--quiet",
+      "bench",          "loader",
+      "--split",        o.split,
+      "--imgsz",        std::to_string(o.imgsz),
+      "--batch",        std::to_string(o.batch),
+      "--epochs",       std::to_string(o.epochs),
+      "--workers",      std::to_string(*std::max_element(o.workers.begin(), o.workers.end())),
+      "--ranks",        std::to_string(ranks),
+      "--rank-dir",     dir.path()};
+  if (!o.data.empty()) argv.insert(argv.end(), {"--data", o.data});
+  if (o.no_mosaic) argv.push_back("--no-mosaic");
+  if (!o.config_file.empty()) argv.insert(argv.end(), {"--config", o.config_file});
+  std::vector<int> pids;
+  for (int64_t r = 0; r < ranks; ++r) {
+    std::vector<std::string> rank_argv = argv;
+    rank_argv.insert(rank_argv.end(), {"--as-rank", std::to_string(r)});
+    rank_argv.insert(rank_argv.end(), o.overrides.begin(), o.overrides.end());
+    pids.push_back(
+        start_program("/proc/self/exe", rank_argv, dir.file("rank-" + std::to_string(r) + ".log")));
+  }
+  std::vector<RankMemory> out;
+  bool failed = false;
+  for (size_t r = 0; r < pids.size(); ++r)
+    failed |= wait_program(pids[r], "bench loader rank " + std::to_string(r)) != 0;
+  if (failed) {
+    dir.keep();
+    throw DistributedError("bench loader: a rank process failed; its output is in " + dir.path());
+  }
+  for (int64_t r = 0; r < ranks; ++r) {
+    const auto j = nlohmann::json::parse(read_file(dir.file("report-" + std::to_string(r))));
+    out.push_back(
+        {j.at("rss").get<double>(), j.at("pss").get<double>(), j.at("cached_bytes").get<double>()});
+  }
+  return out;
+}
+
 Report make_report(const Inputs& in, const compat::RuntimeInfo& runtime,
                    const std::vector<Row>& rows, int64_t rss_workers,
-                   const std::vector<double>& rss) {
+                   const std::vector<double>& rss, const std::vector<RankMemory>& alone,
+                   const std::vector<RankMemory>& side_by_side) {
   const auto& o = in.options;
   const std::string mode = o.no_mosaic ? "letterbox (mosaic off)" : "mosaic";
   Report report;
@@ -201,6 +295,28 @@ Report make_report(const Inputs& in, const compat::RuntimeInfo& runtime,
   for (const double b : rss) sizes.push_back(human_bytes(b));
   report.notes.push_back(fmt::format("RSS after each of {} epochs ({} workers): {}", rss.size(),
                                      rss_workers, join(sizes, ", ")));
+  if (!side_by_side.empty()) {
+    const auto line = [](const RankMemory& m) {
+      return fmt::format("RSS {}, PSS {}", human_bytes(m.rss), human_bytes(m.pss));
+    };
+    double rss_sum = 0, pss_sum = 0;
+    std::vector<std::string> each;
+    for (size_t r = 0; r < side_by_side.size(); ++r) {
+      rss_sum += side_by_side[r].rss;
+      pss_sum += side_by_side[r].pss;
+      each.push_back(fmt::format("rank {}: {}", r, line(side_by_side[r])));
+    }
+    report.notes.push_back(fmt::format(
+        "memory per rank (data.cache={}, {} epochs): one process alone: {} (cache {}); {} "
+        "side by side: {}; total RSS {}, total PSS {} = {:.2f}x the one process's PSS",
+        in.ex.data.cache, in.options.epochs, line(alone[0]), human_bytes(alone[0].cached_bytes),
+        side_by_side.size(), join(each, "; "), human_bytes(rss_sum), human_bytes(pss_sum),
+        pss_sum / std::max(alone[0].pss, 1.0)));
+    nlohmann::json per_rank = nlohmann::json::array();
+    for (const auto& m : side_by_side) per_rank.push_back({{"rss", m.rss}, {"pss", m.pss}});
+    report.tail["ranks"] = {{"alone", {{"rss", alone[0].rss}, {"pss", alone[0].pss}}},
+                            {"side_by_side", per_rank}};
+  }
   return report;
 }
 
@@ -215,13 +331,22 @@ Report bench_loader(const config::ResolvedConfig& resolved, const LoaderBenchOpt
   in.records = data::load_records(in.info, options.split, record_options).images;
   in.n = static_cast<int64_t>(in.records.size());
   in.imgsz = static_cast<int>(options.imgsz);
+  if (options.as_rank) {  // a rank process of the memory check: nothing else
+    run_as_rank(in, *options.as_rank);
+    return {};
+  }
 
   std::vector<Row> rows{decode_baseline(in)};
   for (auto& row : transform_chain(in)) rows.push_back(row);
   for (const int64_t w : options.workers) rows.push_back(full_loader(in, w));
   const int64_t rss_workers = *std::max_element(options.workers.begin(), options.workers.end());
   const std::vector<double> rss = rss_per_epoch(in, rss_workers);
-  return make_report(in, runtime, rows, rss_workers, rss);
+  std::vector<RankMemory> alone, side_by_side;
+  if (options.ranks > 1) {
+    alone = spawn_ranks(options, 1);
+    side_by_side = spawn_ranks(options, options.ranks);
+  }
+  return make_report(in, runtime, rows, rss_workers, rss, alone, side_by_side);
 }
 
 }  // namespace detrain::bench

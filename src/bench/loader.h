@@ -2,7 +2,11 @@
 // count: a fresh loader per repeat (so every sample decodes its own image, as on a data set
 // larger than the mosaic cache), samples/s and ms per sample per worker; in the same run a
 // decode-only baseline (read + decode + long-side resize, one thread) and the transform chain
-// on cached images; then RSS over repeated epochs of one loader.
+// on cached images; then RSS over repeated epochs of one loader. With ranks > 1, memory per
+// rank: the loader alone as one process and then as N processes side by side (rank r of N, the
+// data.cache of the config, e.g. data.cache=ram for one copy per machine), each reporting its
+// resident set (RSS) and proportional set (PSS: shared pages split between their users) while
+// all of them are alive.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +31,12 @@ struct LoaderBenchOptions {
   // A reference's CPU ms per sample measured elsewhere (one process), to compare against; none
   // is built in, since a figure from another machine and day says little about this one.
   std::optional<double> reference_ms;
+  int64_t ranks = 1;        // > 1: the memory-per-rank check with that many
+  std::string config_file;  // passed on to the rank processes with the overrides
+  std::vector<std::string> overrides;
+  // Set in a rank process of that check (hidden options): its rank and where it reports.
+  std::optional<int64_t> as_rank;
+  std::string rank_dir;
 };
 
 Report bench_loader(const config::ResolvedConfig& resolved, const LoaderBenchOptions& options);

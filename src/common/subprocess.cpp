@@ -32,8 +32,8 @@ class FileActions {
 
 }  // namespace
 
-int run_program(const std::string& program, const std::vector<std::string>& argv,
-                const std::string& output_path) {
+int start_program(const std::string& program, const std::vector<std::string>& argv,
+                  const std::string& output_path) {
   // Opened here rather than by a file action so that a bad path is reported as such, not as
   // a child that failed to start.
   const int out = ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -52,13 +52,21 @@ int run_program(const std::string& program, const std::vector<std::string>& argv
       ::posix_spawn(&pid, program.c_str(), actions.get(), nullptr, c_argv.data(), environ);
   ::close(out);
   if (err != 0) throw IoError("cannot start " + program + ": " + std::strerror(err));
+  return pid;
+}
 
+int wait_program(int pid, const std::string& program) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) throw IoError("waiting for " + program + ": " + std::strerror(errno));
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
+}
+
+int run_program(const std::string& program, const std::vector<std::string>& argv,
+                const std::string& output_path) {
+  return wait_program(start_program(program, argv, output_path), program);
 }
 
 }  // namespace detrain

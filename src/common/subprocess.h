@@ -16,4 +16,11 @@ namespace detrain {
 int run_program(const std::string& program, const std::vector<std::string>& argv,
                 const std::string& output_path);
 
+// The same in two halves, for programs that run side by side: start_program returns the
+// child's pid at once; wait_program(pid) waits for it and returns its exit code as above
+// (`program` names it in errors).
+int start_program(const std::string& program, const std::vector<std::string>& argv,
+                  const std::string& output_path);
+int wait_program(int pid, const std::string& program);
+
 }  // namespace detrain

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
+#include "data/synth.h"
 #include "test_support.h"
 
 using detrain::test::run_detrain;
@@ -39,4 +40,29 @@ TEST_CASE("bench step names the log of a failed multi-rank run", "[smoke][bench]
   REQUIRE(std::filesystem::exists(log));
   CHECK_THAT(detrain::read_file(log), Catch::Contains("data/missing.yaml"));
   std::filesystem::remove_all(std::filesystem::path(log).parent_path());
+}
+
+TEST_CASE("bench loader --ranks reports each rank's memory with one shared decoded copy",
+          "[smoke][bench]") {
+  detrain::test::TempDir dir("bench-ranks");
+  detrain::data::SynthOptions o;
+  o.train_images = 12;
+  o.val_images = 2;
+  o.min_side = 96;
+  o.max_side = 160;
+  o.threads = 1;
+  const auto synth = detrain::data::write_synth_dataset(dir.file("synth"), o);
+  const auto r = run_detrain("bench loader --data " + synth.detect_yaml +
+                             " --imgsz 128 --batch 4 --workers 1 --repeats 1 --epochs 1 "
+                             "--ranks 2 --json data.cache=ram runtime.threads=1");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.output);
+  const auto& ranks = j["ranks"];
+  REQUIRE(ranks["side_by_side"].size() == 2);
+  CHECK(ranks["alone"]["pss"].get<double>() > 0);
+  for (const auto& m : ranks["side_by_side"]) {
+    CHECK(m["pss"].get<double>() > 0);
+    CHECK(m["pss"].get<double>() < m["rss"].get<double>());  // pages shared between the two
+  }
 }
