@@ -94,8 +94,8 @@ Kind add_loader(CLI::App& parent) {
   app->add_flag("--no-mosaic", o->no_mosaic, "measure the close_mosaic chain instead");
   auto* reference = app->add_option(
       "--reference-ms", *reference_ms,
-      "a reference's CPU ms per sample, measured elsewhere (e.g. the one in "
-      "docs/perf/2026-12-01-loader-kernels.md), to compare this run with; none is built in");
+      "the reference's CPU ms per sample on the same images, measured just before "
+      "(scripts/reference_loader_ms.py), to compare this run with; none is built in");
   reference->check(CLI::PositiveNumber);
   app->add_option("--ranks", o->ranks,
                   "also measure memory per rank: the loader as one process, then as N side by "

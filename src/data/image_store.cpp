@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "common/errors.h"
+#include "common/strings.h"
 #include "data/cache_files.h"
 #include "data/mapped_image_cache.h"
 
@@ -34,9 +35,7 @@ uint64_t allocated_bytes(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0;
 }
 
-std::string gb(uint64_t bytes) {
-  return fmt::format("{:.2f} GB", static_cast<double>(bytes) / 1e9);
-}
+std::string size_text(uint64_t bytes) { return human_bytes(static_cast<double>(bytes)); }
 
 ImageStore recent_only(const ImageStoreRequest& r) {
   ImageStore s;
@@ -57,7 +56,7 @@ ImageStore mapped(const ImageStoreRequest& r, const std::vector<ImageRecord>& re
   o.remove_when_done = remove_when_done;
   if (o.capacity_bytes < need / 100) {
     spdlog::warn("data.cache={}: {} would need {} but only {} are free there; not caching", r.cache,
-                 path, gb(need), gb(budget));
+                 path, size_text(need), size_text(budget));
     return recent_only(r);
   }
   std::unique_ptr<MappedImageCache> cache;
@@ -69,11 +68,12 @@ ImageStore mapped(const ImageStoreRequest& r, const std::vector<ImageRecord>& re
   }
   ImageStore s;
   const bool holds_all = cache->capacity() >= need;
-  s.summary = fmt::format("data.cache={}: {} {} ({} of {} decoded images, {} of {}){}", r.cache,
-                          cache->reused() ? "sharing" : "created", path, cache->size(),
-                          records.size(), gb(cache->capacity()), gb(need),
-                          holds_all ? "" : "; the rest does not fit and is decoded each time");
-  if (remove_when_done) s.summary += ", one copy for every rank and worker on this machine";
+  s.summary =
+      fmt::format("data.cache={}: {} {}: room for {} of {} ({} of {} images decoded so far){}{}",
+                  r.cache, cache->reused() ? "using" : "created", path,
+                  size_text(cache->capacity()), size_text(need), cache->size(), records.size(),
+                  holds_all ? "" : "; the rest does not fit and is decoded each time",
+                  remove_when_done ? "; one copy for every rank and worker on this machine" : "");
   s.store = std::move(cache);
   return s;
 }
@@ -105,13 +105,13 @@ ImageStore open_image_store(const ImageStoreRequest& r, const std::vector<ImageR
   const uint64_t need = decoded_bytes(records, r.imgsz);
   if (memory > 0 && need > memory) {
     spdlog::warn("data.cache=ram needs ~{} (+50 % margin) but {} are available; not caching",
-                 gb(need), gb(static_cast<uint64_t>(memory * kRamMargin)));
+                 size_text(need), size_text(static_cast<uint64_t>(memory * kRamMargin)));
     return recent_only(r);
   }
   ImageStore s;
   s.store = std::make_unique<ImageCache>(0);
   s.summary = fmt::format("data.cache=ram: {} decoded images in this process (~{}; no /dev/shm)",
-                          records.size(), gb(need));
+                          records.size(), size_text(need));
   return s;
 }
 

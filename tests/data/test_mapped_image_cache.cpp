@@ -186,4 +186,24 @@ TEST_CASE("data.cache=disk: the second loader decodes nothing and yields the sam
   for (size_t i = 0; i < again.size(); ++i)
     CHECK(torch::equal(again[i].images, expected[i].images));
   CHECK(second.stats().decodes == 0);
+
+  // Letterbox without mosaic, with no augmentation at all (the warp is the identity), and
+  // validation: every path that could edit a cached image in place (the mapping is read-only,
+  // so an edit would fault) copies it first.
+  config::AugmentOptions none;
+  none.mosaic = 0;
+  none.degrees = none.translate = none.scale = none.shear = none.perspective = 0;
+  none.hsv_h = none.hsv_s = none.hsv_v = 0;
+  none.fliplr = none.flipud = 0;
+  Loader plain_letterbox(info, records, none, o);
+  plain_letterbox.set_mosaic(false);
+  CHECK(epoch(plain_letterbox).size() == expected.size());
+  LoaderOptions val = o;
+  val.train = false;
+  for (int run = 0; run < 2; ++run) {
+    Loader v(info, load_records(info, "val").images, none, val);
+    const auto batches = epoch(v);
+    CHECK_FALSE(batches.empty());
+    if (run == 1) CHECK(v.stats().decodes == 0);
+  }
 }
