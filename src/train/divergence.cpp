@@ -4,6 +4,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include <cmath>
+#include <filesystem>
 
 namespace detrain::train {
 
@@ -67,6 +68,17 @@ Checkpoint deep_copy(const Checkpoint& checkpoint) {
   c.optimizer.tensors = clone_all(checkpoint.optimizer.tensors);
   c.extra_tensors = clone_all(checkpoint.extra_tensors);
   for (auto& [name, t] : c.generator_states) t = t.clone();
+  return c;
+}
+
+DivergenceContext DivergenceContext::of_run(bool bf16, bool clipping,
+                                            const std::string& last_checkpoint) {
+  DivergenceContext c;
+  c.bf16 = bf16;
+  c.clipping = clipping;
+  c.save_period_key = "train.save_period_steps";
+  std::error_code ec;
+  if (std::filesystem::exists(last_checkpoint, ec)) c.checkpoint = last_checkpoint;
   return c;
 }
 

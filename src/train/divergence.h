@@ -48,6 +48,9 @@ struct DivergenceContext {
   bool clipping = true;         // advise train.clip_grad_norm only when it is off
   std::string checkpoint;       // an existing checkpoint to go back to; empty when none exists
   std::string save_period_key;  // "train.save_period_steps" (named when no checkpoint exists)
+
+  // A training run's context: `last_checkpoint` counts only when the file exists.
+  static DivergenceContext of_run(bool bf16, bool clipping, const std::string& last_checkpoint);
 };
 
 // The one-line exit-7 message: what went wrong, how often it was rolled back, what to do.

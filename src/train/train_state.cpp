@@ -45,6 +45,13 @@ std::vector<std::pair<std::string, double>> RunningLoss::means(
   return out;
 }
 
+void TrainState::summarize(TrainSummary& summary) const {
+  summary.epochs_completed = position.epoch;
+  summary.optimizer_steps = position.optimizer_steps;
+  summary.best_fitness = best_fitness;
+  summary.best_epoch = best_epoch;
+}
+
 void TrainState::advance_epoch(int64_t epochs) {
   position.epoch += 1;
   position.iter_in_epoch = 0;

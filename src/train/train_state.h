@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "train/checkpoint.h"
 #include "train/train_parts.h"
+#include "train/trainer.h"
 
 namespace detrain::train {
 
@@ -38,6 +39,8 @@ struct TrainState {
 
   // Epoch `position.epoch` is done: the next one starts (finished after train.epochs).
   void advance_epoch(int64_t epochs);
+  // Epochs completed, optimizer steps and the best epoch into a run's summary.
+  void summarize(TrainSummary& summary) const;
 };
 
 // Everything needed to continue exactly here: `state` plus the parts' model, EMA, optimizer,

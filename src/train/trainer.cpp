@@ -8,7 +8,6 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
-#include <filesystem>
 #include <optional>
 
 #include "common/errors.h"
@@ -179,14 +178,11 @@ void Trainer::finish_epoch(double seconds) {
 
 void Trainer::roll_back() {
   DivergencePolicy policy(x_.train.max_bad_steps, state_.position.bad_steps, state_.lr_scale);
-  if (!policy.try_rollback()) {
-    DivergenceContext context;
-    context.bf16 = precision_ == Precision::kBf16;
-    context.clipping = x_.train.clip_grad_norm > 0;
-    context.save_period_key = "train.save_period_steps";
-    if (std::filesystem::exists(paths_.last_ckpt)) context.checkpoint = paths_.last_ckpt;
-    throw NumericError(diverged_message(problem_, policy, context));
-  }
+  if (!policy.try_rollback())
+    throw NumericError(
+        diverged_message(problem_, policy,
+                         DivergenceContext::of_run(precision_ == Precision::kBf16,
+                                                   x_.train.clip_grad_norm > 0, paths_.last_ckpt)));
   // The good state has no gradients of the bad step; a state without them starts clean.
   parts_.optimizer->zero_grad();
   rewind(parts_, state_, *good_state_);
@@ -237,10 +233,7 @@ TrainSummary Trainer::run() {
   // Rank 0 hosts the store: nobody leaves while another may still reach it.
   world_->barrier("the end of training");
   if (main()) log_skipped_images(data_, *parts_.train_loader);
-  summary.epochs_completed = state_.position.epoch;
-  summary.optimizer_steps = state_.position.optimizer_steps;
-  summary.best_fitness = state_.best_fitness;
-  summary.best_epoch = state_.best_epoch;
+  state_.summarize(summary);
   summary.total_s = run_clock_.seconds();
   if (epoch_end_) {
     summary.box_stats = epoch_end_->box_stats();
@@ -253,13 +246,6 @@ TrainSummary Trainer::run() {
 TrainSummary run_training(const TrainRequest& request) {
   Trainer trainer(request);
   return trainer.run();
-}
-
-std::function<bool(const IterationInfo&)> stop_after(int64_t iterations) {
-  if (iterations <= 0) return {};
-  return [iterations](const IterationInfo& info) {
-    return info.iterations_this_process >= iterations;
-  };
 }
 
 }  // namespace detrain::train

@@ -60,6 +60,9 @@ struct TrainSummary {
 TrainSummary run_training(const TrainRequest& request);
 
 // A should_stop that stops after `iterations` iterations of this process (--max-iterations).
-std::function<bool(const IterationInfo&)> stop_after(int64_t iterations);
+inline std::function<bool(const IterationInfo&)> stop_after(int64_t iterations) {
+  if (iterations <= 0) return {};
+  return [iterations](const IterationInfo& i) { return i.iterations_this_process >= iterations; };
+}
 
 }  // namespace detrain::train
