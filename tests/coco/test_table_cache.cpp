@@ -2,6 +2,9 @@
 // field for field, a changed file or other read options make it stale, a damaged cache is
 // detected and replaced, and a cache that cannot be written never stops the read. Hash64 gives
 // the same value however its input is split.
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <filesystem>
@@ -186,4 +189,30 @@ TEST_CASE("load_annotations_cached parses once, then reads the cache until the f
     CHECK_THROWS_AS(coco::load_annotations_cached(json, loader_options(), cache, &use), DataError);
     CHECK(read_file(cache) == good);
   }
+}
+
+TEST_CASE("the records cache key of a large file sees an edit that keeps its size and time",
+          "[unit][coco]") {
+  // Past 2 MiB + 62 x 64 KiB the key hashes samples: the first and last MiB and 62 pieces
+  // between. An edit inside the first MiB with the modification time put back (cp -p, rsync -t)
+  // still changes the key.
+  TempDir dir("table-cache-large");
+  const std::string json = dir.file("big.json"), cache = dir.file("big.cache");
+  std::string text = kFile;
+  text.insert(text.size() - 2, ",\n  \"padding\": \"" + std::string(8 << 20, 'x') + "\"");
+  test::write_text(json, text);
+  coco::TableCacheUse use;
+  coco::load_annotations_cached(json, loader_options(), cache, &use);
+  REQUIRE(use.written);
+  struct stat st {};
+  REQUIRE(::stat(json.c_str(), &st) == 0);
+  std::string edited = text;
+  edited.replace(edited.find("\"b.jpg\""), 7, "\"c.jpg\"");
+  test::write_text(json, edited);
+  const timespec times[2] = {st.st_atim, st.st_mtim};
+  REQUIRE(::utimensat(AT_FDCWD, json.c_str(), times, 0) == 0);
+  const coco::AnnotationTable table =
+      coco::load_annotations_cached(json, loader_options(), cache, &use);
+  CHECK(use.miss == "stale");
+  CHECK(table.image_files[1] == "c.jpg");
 }
