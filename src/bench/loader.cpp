@@ -299,19 +299,22 @@ Report make_report(const Inputs& in, const compat::RuntimeInfo& runtime,
     const auto line = [](const RankMemory& m) {
       return fmt::format("RSS {}, PSS {}", human_bytes(m.rss), human_bytes(m.pss));
     };
+    report.notes.push_back(fmt::format(
+        "memory per rank (data.cache={}, {} epochs; PSS splits each shared page between its "
+        "users):",
+        in.ex.data.cache, in.options.epochs));
+    report.notes.push_back(fmt::format("  one process alone: {} (decoded images held: {})",
+                                       line(alone[0]), human_bytes(alone[0].cached_bytes)));
     double rss_sum = 0, pss_sum = 0;
-    std::vector<std::string> each;
     for (size_t r = 0; r < side_by_side.size(); ++r) {
       rss_sum += side_by_side[r].rss;
       pss_sum += side_by_side[r].pss;
-      each.push_back(fmt::format("rank {}: {}", r, line(side_by_side[r])));
+      report.notes.push_back(
+          fmt::format("  rank {} of {}: {}", r, side_by_side.size(), line(side_by_side[r])));
     }
     report.notes.push_back(fmt::format(
-        "memory per rank (data.cache={}, {} epochs): one process alone: {} (cache {}); {} "
-        "side by side: {}; total RSS {}, total PSS {} = {:.2f}x the one process's PSS",
-        in.ex.data.cache, in.options.epochs, line(alone[0]), human_bytes(alone[0].cached_bytes),
-        side_by_side.size(), join(each, "; "), human_bytes(rss_sum), human_bytes(pss_sum),
-        pss_sum / std::max(alone[0].pss, 1.0)));
+        "  {} ranks together: RSS {}, PSS {} = {:.2f}x one process", side_by_side.size(),
+        human_bytes(rss_sum), human_bytes(pss_sum), pss_sum / std::max(alone[0].pss, 1.0)));
     nlohmann::json per_rank = nlohmann::json::array();
     for (const auto& m : side_by_side) per_rank.push_back({{"rss", m.rss}, {"pss", m.pss}});
     report.tail["ranks"] = {{"alone", {{"rss", alone[0].rss}, {"pss", alone[0].pss}}},
