@@ -1,7 +1,9 @@
 // `detrain data preview|stats` and `detrain bench loader` as a user runs them: files written,
 // tables printed, and bad input mapped to the data / config exit codes with a one-line error.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <set>
@@ -53,6 +55,35 @@ TEST_CASE("data stats prints counts and problems", "[smoke][data][cli]") {
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.output, Catch::Contains("48 images") && Catch::Contains("toothbrush") &&
                            Catch::Contains("3 crowd regions"));
+}
+
+TEST_CASE("data stats reads its records from the records cache the second time",
+          "[smoke][data][cli]") {
+  if (!test::shared_data_or_skip("coco-mini")) return;
+  TempDir caches("records-cache-cli");
+  const char* before = std::getenv("DETRAIN_CACHE_DIR");
+  const std::string saved = before ? before : "";
+  ::setenv("DETRAIN_CACHE_DIR", caches.path().c_str(), 1);
+  const std::string args = "data stats --data data/coco-mini.yaml --split val";
+  const auto first = run_detrain(args), second = run_detrain(args),
+             off = run_detrain(args + " data.cache_records=false");
+  if (before)
+    ::setenv("DETRAIN_CACHE_DIR", saved.c_str(), 1);
+  else
+    ::unsetenv("DETRAIN_CACHE_DIR");
+  INFO(first.output << second.output << off.output);
+  REQUIRE(first.exit_code == 0);
+  REQUIRE(second.exit_code == 0);
+  REQUIRE(off.exit_code == 0);
+  CHECK_THAT(first.output, Catch::Contains("(records cache: written)"));
+  CHECK_THAT(second.output, Catch::Contains("(records cache: read)"));
+  CHECK_THAT(off.output, !Catch::Contains("records cache"));
+  // Everything but the read time is the same.
+  const auto counts = [](const std::string& out) { return out.substr(0, out.find("  read in")); };
+  CHECK(counts(first.output) == counts(second.output));
+  CHECK(counts(first.output) == counts(off.output));
+  CHECK(std::distance(std::filesystem::directory_iterator(caches.path()),
+                      std::filesystem::directory_iterator()) == 1);
 }
 
 TEST_CASE("data commands report bad input with exit codes", "[smoke][data][cli]") {

@@ -142,13 +142,15 @@ TEST_CASE("2 ranks x batch 2 train the weights of 1 process x batch 4, identical
   INFO(one.output);
   REQUIRE(one.exit_code == 0);
   // dist_verify: after every optimizer step the ranks compare hashes of weights and EMA and
-  // stop with an error if any bit differs.
-  const auto two = run_detrain("train --nproc 2 train.dist_verify=true " +
+  // stop with an error if any bit differs. The ranks share one decoded copy of the images
+  // (data.cache=ram), which must not change a sample.
+  const auto two = run_detrain("train --nproc 2 train.dist_verify=true data.cache=ram " +
                                    tiny_dist_args(dir, synth.detect_yaml, "two") + parity,
                                dir.path());
   INFO(two.output);
   REQUIRE(two.exit_code == 0);
   CHECK(two.output.find("1 epochs (2 optimizer steps) in ") != std::string::npos);
+  CHECK(two.output.find("data.cache=ram: ") != std::string::npos);
 
   const Checkpoint a = load_checkpoint(dir.file("runs/one/weights/last.ckpt"));
   const Checkpoint b = load_checkpoint(dir.file("runs/two/weights/last.ckpt"));
