@@ -328,7 +328,8 @@ Report make_report(const Inputs& in, const compat::RuntimeInfo& runtime,
 Report bench_loader(const config::ResolvedConfig& resolved, const LoaderBenchOptions& options) {
   const auto& ex = resolved.experiment;
   const auto runtime = compat::apply_runtime(ex.runtime);
-  Inputs in{ex, options, data::load_dataset(options.data.empty() ? ex.data.dataset : options.data)};
+  Inputs in{ex, options, data::load_dataset(options.data.empty() ? ex.data.dataset : options.data),
+            {}, 0,       0};
   data::RecordOptions record_options;
   record_options.skip_missing = ex.data.skip_missing;
   in.records = data::load_records(in.info, options.split, record_options).images;
