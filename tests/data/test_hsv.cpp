@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "common/rng.h"
+#include "data/decode.h"
 #include "data/hsv.h"
+#include "test_support.h"
 
 using namespace detrain;
 using namespace detrain::data;
@@ -181,4 +183,30 @@ TEST_CASE("apply_hsv equals OpenCV's conversions on images the fused pass takes"
     CHECK(framed.at<cv::Vec3b>(4, 31) == cv::Vec3b(1, 2, 3));  // nothing outside the region
     CHECK(framed.at<cv::Vec3b>(8, 32) == cv::Vec3b(1, 2, 3));
   }
+}
+
+TEST_CASE("apply_hsv on real COCO images at 640 px equals OpenCV's conversions", "[unit][data]") {
+  // What training sees: coco-mini photos resized to a 640 px long side and letterboxed to
+  // 640 x 640 (grey borders included), then the gains the default augment.hsv_* draw.
+  // Tolerance: 0 levels.
+  const auto root = test::shared_data_or_skip("coco-mini");
+  if (!root) return;
+  Rng rng(21);
+  int images = 0;
+  for (const char* name : {"000000000139.jpg", "000000000790.jpg", "000000000802.jpg"}) {
+    const DecodedImage d = load_image(*root + "/images/" + name, 640, false);
+    REQUIRE(d.ok());
+    cv::Mat square(640, 640, CV_8UC3, cv::Scalar::all(114));
+    d.bgr.copyTo(square(cv::Rect(0, 0, d.bgr.cols, d.bgr.rows)));
+    for (int draw = 0; draw < 4; ++draw) {
+      const HsvGains g = draw_hsv(rng, 0.015, 0.7, 0.4);
+      cv::Mat expected = square.clone(), fused = square.clone();
+      apply_hsv_with_opencv(expected, hsv_tables(g));
+      apply_hsv(fused, g);
+      INFO(name << " gains (" << g.h << ", " << g.s << ", " << g.v << ")");
+      CHECK(cv::countNonZero(cv::Mat(expected != fused).reshape(1)) == 0);
+    }
+    ++images;
+  }
+  CHECK(images == 3);
 }
