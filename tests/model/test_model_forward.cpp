@@ -157,6 +157,7 @@ TEST_CASE("fused inference equals unfused within 1e-4 relative", "[unit][model]"
     randomize_batchnorm(*model, 11);
     model->eval();
     torch::NoGradGuard no_grad;
+    torch::manual_seed(5);
     const auto images = torch::rand({2, 3, 96, 64});
     const auto before = model->forward_eval(images, 300);
     const int64_t params_before = model_totals(*model).parameters;
@@ -169,7 +170,24 @@ TEST_CASE("fused inference equals unfused within 1e-4 relative", "[unit][model]"
     INFO(report.details);
     CHECK(report.ok);
     if (model->arch().end2end) {
-      CHECK(torch::equal(after.topk_anchor_index, before.topk_anchor_index));
+      // The same picks, except that two candidates whose scores tie within the tolerance may
+      // trade places (the reordered arithmetic decides a near-tie either way): each pick of
+      // the fused model is a pick of the unfused one with a score within 1e-4 relative.
+      const auto scores_before = before.detections.select(2, 4);  // [B, K]
+      const auto picks = after.topk_anchor_index, picks_before = before.topk_anchor_index;
+      int64_t moved = 0;
+      for (int64_t b = 0; b < picks.size(0); ++b)
+        for (int64_t r = 0; r < picks.size(1); ++r) {
+          if (picks[b][r].item<int64_t>() == picks_before[b][r].item<int64_t>()) continue;
+          ++moved;
+          const auto same = picks_before[b].eq(picks[b][r]).nonzero();
+          REQUIRE(same.size(0) == 1);  // picked by both
+          const float a = scores_before[b][same[0][0]].item<float>();
+          const float e = scores_before[b][r].item<float>();
+          CHECK(std::abs(a - e) <= 1e-4f * std::abs(e) + 1e-6f);
+        }
+      INFO(moved << " picks traded places");
+      CHECK(moved <= 4);
       CHECK_FALSE(after.raw.one2many.defined());  // the one-to-many towers are gone
     }
     CHECK_THROWS_WITH(model->forward_train(images), Catch::Contains("inference-only"));
