@@ -84,6 +84,18 @@ RunResult run_detrain(const std::string& args, const std::string& cwd) {
   return result;
 }
 
+ScopedEnv::ScopedEnv(const std::string& name, const std::string& value) : name_(name) {
+  if (const char* v = std::getenv(name.c_str())) before_ = v;
+  ::setenv(name.c_str(), value.c_str(), 1);
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (before_)
+    ::setenv(name_.c_str(), before_->c_str(), 1);
+  else
+    ::unsetenv(name_.c_str());
+}
+
 TempDir::TempDir(const std::string& tag) {
   std::random_device rd;
   fs::path p = fs::temp_directory_path() /

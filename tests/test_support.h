@@ -53,4 +53,18 @@ class TempDir {
 // Writes text to a file (creating parent directories).
 void write_text(const std::string& path, const std::string& text);
 
+// Sets an environment variable for the scope (child processes started in it see it too) and
+// puts back what was there before, or removes it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const std::string& name, const std::string& value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> before_;
+};
+
 }  // namespace detrain::test

@@ -58,9 +58,10 @@ struct LastRun {
 };
 
 std::vector<Step> time_steps(const EvalBenchOptions& options, const Inputs& in, LastRun& last) {
-  std::vector<Step> steps = {
-      {"load_gt"},  {"load_results"}, {"index_gt"},  {"prepare"},
-      {"evaluate"}, {"accumulate"},   {"summarize"}, {"evaluate_accumulate_summarize"}};
+  std::vector<Step> steps;
+  for (const char* name : {"load_gt", "load_results", "index_gt", "prepare", "evaluate",
+                           "accumulate", "summarize", "evaluate_accumulate_summarize"})
+    steps.push_back(Step{name, {}, {}});
   for (int r = 0; r < std::max(options.repeat, 1); ++r) {
     Stopwatch clock;
     double cpu = process_cpu_seconds();

@@ -1,10 +1,7 @@
 // A minimal parallel loop for the evaluator (std::thread, no pool): items are claimed from an
 // atomic counter, each item writes only its own outputs, so results never depend on the thread
-// count or scheduling. The first exception thrown by any item is rethrown to the caller. Also
-// the process CPU clock the evaluator reports beside wall time.
+// count or scheduling. The first exception thrown by any item is rethrown to the caller.
 #pragma once
-
-#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -14,14 +11,9 @@
 #include <thread>
 #include <vector>
 
-namespace detrain::eval {
+#include "common/timer.h"  // process_cpu_seconds
 
-// CPU seconds used by all threads of the process so far.
-inline double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
+namespace detrain::eval {
 
 // Resolves a thread request: 0 means every core.
 inline int resolve_threads(int requested) {

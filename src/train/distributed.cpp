@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "common/errors.h"
+#include "common/hash64.h"
 #include "compat/torch_compat.h"
 
 #if defined(DETRAIN_WITH_C10D)
@@ -417,15 +418,13 @@ Replicas Distributed::replicas() { return {}; }
 #endif
 
 int64_t tensors_hash(const std::vector<torch::Tensor>& tensors) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a 64
+  Hash64 h;
   for (const auto& t : tensors) {
     if (!t.defined()) continue;
     const auto c = t.detach().to(torch::kCPU).contiguous();
-    const auto* bytes = static_cast<const uint8_t*>(c.data_ptr());
-    const size_t n = static_cast<size_t>(c.numel()) * c.element_size();
-    for (size_t i = 0; i < n; ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+    h.update(c.data_ptr(), static_cast<size_t>(c.numel()) * c.element_size());
   }
-  return static_cast<int64_t>(h);
+  return static_cast<int64_t>(h.digest());
 }
 
 }  // namespace detrain::train

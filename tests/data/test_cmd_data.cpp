@@ -1,7 +1,6 @@
 // `detrain data preview|stats` and `detrain bench loader` as a user runs them: files written,
 // tables printed, and bad input mapped to the data / config exit codes with a one-line error.
 #include <catch2/catch.hpp>
-#include <cstdlib>
 #include <filesystem>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -61,16 +60,10 @@ TEST_CASE("data stats reads its records from the records cache the second time",
           "[smoke][data][cli]") {
   if (!test::shared_data_or_skip("coco-mini")) return;
   TempDir caches("records-cache-cli");
-  const char* before = std::getenv("DETRAIN_CACHE_DIR");
-  const std::string saved = before ? before : "";
-  ::setenv("DETRAIN_CACHE_DIR", caches.path().c_str(), 1);
+  const test::ScopedEnv cache_dir("DETRAIN_CACHE_DIR", caches.path());
   const std::string args = "data stats --data data/coco-mini.yaml --split val";
   const auto first = run_detrain(args), second = run_detrain(args),
              off = run_detrain(args + " data.cache_records=false");
-  if (before)
-    ::setenv("DETRAIN_CACHE_DIR", saved.c_str(), 1);
-  else
-    ::unsetenv("DETRAIN_CACHE_DIR");
   INFO(first.output << second.output << off.output);
   REQUIRE(first.exit_code == 0);
   REQUIRE(second.exit_code == 0);

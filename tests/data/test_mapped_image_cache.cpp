@@ -1,7 +1,6 @@
 // The machine-wide decoded image store (data/mapped_image_cache.h) and data.cache=ram|disk in
 // the loader. Two stores opened on one file stand for two ranks: flock locks belong to the open
 // file, so two opens in one process see each other exactly as two processes do.
-#include <stdlib.h>
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
@@ -49,18 +48,7 @@ MappedCacheOptions options(const std::string& path, uint64_t key, uint64_t capac
 // DETRAIN_CACHE_DIR pointed at a fresh folder for one test, restored after.
 struct CacheDirScope {
   TempDir dir{"detrain-cache-dir"};
-  std::string before;
-  bool had = false;
-  CacheDirScope() {
-    if (const char* v = std::getenv("DETRAIN_CACHE_DIR")) had = true, before = v;
-    ::setenv("DETRAIN_CACHE_DIR", dir.path().c_str(), 1);
-  }
-  ~CacheDirScope() {
-    if (had)
-      ::setenv("DETRAIN_CACHE_DIR", before.c_str(), 1);
-    else
-      ::unsetenv("DETRAIN_CACHE_DIR");
-  }
+  test::ScopedEnv env{"DETRAIN_CACHE_DIR", dir.path()};
 };
 
 }  // namespace

@@ -171,14 +171,10 @@ TEST_CASE("descriptors: root override, DETRAIN_DATA and bad keys", "[unit][data]
   test::write_text(dir.file("shared.yaml"),
                    "path: ../shared/data/coco\ntrain: {annotations: a.json, images: i}\n"
                    "val: {annotations: b.json, images: j}\nclasses: [{id: 1, name: x}]\n");
-  const char* old = std::getenv("DETRAIN_DATA");
-  const std::string saved = old ? old : "";
-  setenv("DETRAIN_DATA", dir.path().c_str(), 1);
-  const DatasetInfo shared = load_dataset(dir.file("shared.yaml"));
-  if (old)
-    setenv("DETRAIN_DATA", saved.c_str(), 1);
-  else
-    unsetenv("DETRAIN_DATA");
+  const DatasetInfo shared = [&] {
+    const test::ScopedEnv data_root("DETRAIN_DATA", dir.path());
+    return load_dataset(dir.file("shared.yaml"));
+  }();
   CHECK(shared.root == (fs::path(dir.path()) / "coco").string());
   CHECK(shared.val.annotations == (fs::path(dir.path()) / "coco" / "b.json").string());
 
