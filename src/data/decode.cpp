@@ -108,6 +108,12 @@ DecodedImage decode_image(const std::vector<uint8_t>& bytes, int min_long_side) 
   return out;
 }
 
+cv::Size resized_size(int width, int height, int long_side) {
+  const double r = static_cast<double>(long_side) / std::max(height, width);
+  return {std::min(static_cast<int>(std::ceil(width * r)), long_side),
+          std::min(static_cast<int>(std::ceil(height * r)), long_side)};
+}
+
 DecodedImage load_image(const std::string& path, int long_side, bool area_downscale) {
   std::vector<uint8_t> bytes;
   if (!read_file_bytes(path, bytes)) return {cv::Mat(), "cannot read the file", 0, 0};
@@ -118,10 +124,8 @@ DecodedImage load_image(const std::string& path, int long_side, bool area_downsc
   const int h = img.source_height, w = img.source_width;
   const double r = static_cast<double>(long_side) / std::max(h, w);
   if (r == 1.0 && img.bgr.cols == w && img.bgr.rows == h) return img;
-  const int new_w = std::min(static_cast<int>(std::ceil(w * r)), long_side);
-  const int new_h = std::min(static_cast<int>(std::ceil(h * r)), long_side);
   cv::Mat resized;
-  cv::resize(img.bgr, resized, cv::Size(new_w, new_h), 0, 0,
+  cv::resize(img.bgr, resized, resized_size(w, h, long_side), 0, 0,
              area_downscale && r < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
   img.bgr = resized;
   return img;

@@ -30,6 +30,9 @@ DecodedImage decode_image(const std::vector<uint8_t>& bytes, int min_long_side =
 // path), INTER_LINEAR otherwise. long_side <= 0 keeps the decoded size.
 DecodedImage load_image(const std::string& path, int long_side, bool area_downscale);
 
+// The size load_image resizes a w x h image to: long side `long_side`, sides ceil'ed and capped.
+cv::Size resized_size(int width, int height, int long_side);
+
 // Reads a whole file; false when it cannot be read.
 bool read_file_bytes(const std::string& path, std::vector<uint8_t>& out);
 

@@ -17,12 +17,12 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstring>
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "common/hash64.h"
+#include "data/decode.h"
 
 namespace detrain::data {
 
@@ -272,11 +272,7 @@ uint64_t cache_key(const std::vector<ImageRecord>& records, const std::string& a
 
 uint64_t decoded_bytes(const std::vector<ImageRecord>& records, int imgsz) {
   uint64_t total = 0;
-  for (const auto& r : records) {
-    const double ratio = static_cast<double>(imgsz) / std::max(r.width, r.height);
-    total += static_cast<uint64_t>(std::min<double>(std::ceil(r.width * ratio), imgsz) *
-                                   std::min<double>(std::ceil(r.height * ratio), imgsz) * 3);
-  }
+  for (const auto& r : records) total += resized_size(r.width, r.height, imgsz).area() * 3ull;
   return total;
 }
 
