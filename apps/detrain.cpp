@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
 
   try {
     init_logging(LogOptions{quiet ? -1 : (verbose > 0 ? 1 : 0), 0});
+    compat::route_libtorch_messages();
     for (auto& command : commands)
       if (command.app->parsed()) return command.run();
     return fail(ExitCode::kUsage, "no command given (see detrain --help)");

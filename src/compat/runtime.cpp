@@ -1,6 +1,9 @@
 // Runtime setup; see runtime.h.
 #include "compat/runtime.h"
 
+#include <c10/util/Exception.h>
+#include <c10/util/Logging.h>
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <opencv2/core.hpp>
@@ -32,6 +35,26 @@ RuntimeInfo apply_runtime(const config::RuntimeOptions& options) {
   info.device = options.device;
   at::globalContext().setBenchmarkCuDNN(options.cudnn_benchmark);
   return info;
+}
+
+namespace {
+
+class DebugLogWarnings final : public c10::WarningHandler {
+ public:
+  void process(const c10::Warning& warning) override {
+    spdlog::debug("LibTorch: {}", warning.msg());
+  }
+};
+
+}  // namespace
+
+void route_libtorch_messages() {
+  // c10 keeps a pointer: the handler lives as long as the process.
+  static DebugLogWarnings handler;
+  c10::WarningUtils::set_warning_handler(&handler);
+  // c10's own LOG(WARNING) lines (not TORCH_WARN) print unless its level is ERROR (2); at -v
+  // they stay visible.
+  FLAGS_caffe2_log_level = spdlog::get_level() <= spdlog::level::debug ? 0 : 2;
 }
 
 std::string version_report() {

@@ -21,6 +21,12 @@ struct RuntimeInfo {
 
 RuntimeInfo apply_runtime(const config::RuntimeOptions& options);
 
+// Sends LibTorch's own messages (TORCH_WARN through c10's warning handler, and c10's LOG lines
+// below ERROR) to detrain's logger at debug level, prefixed "LibTorch:": shown with -v, never
+// an extra line in the output of a command that promises one line (an invalid
+// ATEN_CPU_CAPABILITY, a deprecation notice). Call once at start, before any tensor work.
+void route_libtorch_messages();
+
 // Multi-line description for `detrain --version`: version, git describe, LibTorch version,
 // CUDA availability, threads, BLAS and OpenCV build facts.
 std::string version_report();
