@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/cores.h"
 #include "common/version.h"
 #include "compat/torch_compat.h"
 
@@ -24,7 +25,7 @@ std::string RuntimeInfo::summary() const {
 
 RuntimeInfo apply_runtime(const config::RuntimeOptions& options) {
   RuntimeInfo info;
-  info.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  info.cores = usable_cores();
   info.torch_threads = options.threads > 0 ? static_cast<int>(options.threads) : info.cores;
   set_num_threads(info.torch_threads);
   // Our loader runs its own worker threads; OpenCV's pool would oversubscribe the cores.
@@ -59,7 +60,7 @@ void route_libtorch_messages() {
 
 std::string version_report() {
   std::ostringstream out;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const int cores = usable_cores();
   out << "detrain " << version_string() << " (" << git_describe() << ")\n";
   out << "LibTorch " << torch_version() << ", CUDA: " << cuda_status() << "\n";
   out << "OpenCV " << CV_VERSION << ", " << cores << " core(s); runtime.threads=0 uses all of them";

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "common/atomic_file.h"
+#include "common/cores.h"
 #include "common/errors.h"
 #include "common/rng.h"
 
@@ -486,8 +487,7 @@ SynthSummary write_synth_dataset(const std::string& out_dir, const SynthOptions&
         next = split.count;
       }
     };
-    const int threads = std::max(
-        1, o.threads > 0 ? o.threads : static_cast<int>(std::thread::hardware_concurrency()));
+    const int threads = std::max(1, o.threads > 0 ? o.threads : usable_cores());
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) pool.emplace_back(work);
     for (auto& t : pool) t.join();

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/cores.h"
 #include "common/timer.h"  // process_cpu_seconds
 
 namespace detrain::eval {
@@ -18,8 +19,7 @@ namespace detrain::eval {
 // Resolves a thread request: 0 means every core.
 inline int resolve_threads(int requested) {
   if (requested > 0) return requested;
-  const unsigned cores = std::thread::hardware_concurrency();
-  return cores == 0 ? 1 : static_cast<int>(cores);
+  return usable_cores();
 }
 
 // Calls fn(worker, begin, end) for consecutive chunks of [0, n) of `chunk` items; `worker` is in

@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "common/cores.h"
 #include "common/errors.h"
 #include "compat/runtime.h"
 #include "compat/torch_compat.h"
@@ -83,8 +84,8 @@ Placement place_process(const config::Experiment& x) {
   if (p.env.distributed()) {
     if (p.env.rank > 0) spdlog::set_level(spdlog::level::warn);  // one stream of logs
     if (runtime_options.threads == 0)
-      runtime_options.threads = std::max<int64_t>(
-          1, static_cast<int64_t>(std::thread::hardware_concurrency()) / p.env.local_world_size);
+      runtime_options.threads =
+          std::max<int64_t>(1, static_cast<int64_t>(usable_cores()) / p.env.local_world_size);
   }
   p.runtime_summary = compat::apply_runtime(runtime_options).summary();
   p.device = compat::parse_device(x.runtime.device);
