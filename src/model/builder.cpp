@@ -137,12 +137,14 @@ const std::map<std::string, ModuleEntry>& module_table() {
                                           a.flag(7, true), a.integer(6, 1), a.real(4, 0.5)));
         },
         check_c3k2};
-    // SPPF(c1, c2, k=5, n=3, shortcut=False)
+    // SPPF(c1, c2, k=5, n=3, shortcut=False). A row of at most (c1, c2, k) (YOLO11, YOLOv8:
+    // `[1024, 5]`) predates YOLO26's linear cv1 and gets SiLU after it, as the reference's
+    // parse_model sets (8.4.190); YOLO26's `[1024, 5, 3, True]` stays linear.
     t["SPPF"] = {
         Role::kBase,
         [](const RowArgs& a) {
           return torch::nn::AnyModule(SPPF(a.integer(0, 0), a.integer(1, 0), a.integer(2, 5),
-                                           a.integer(3, 3), a.flag(4, false)));
+                                           a.integer(3, 3), a.flag(4, false), a.size() <= 3));
         },
         check_sppf};
     // C2PSA(c1, c2, n=1, e=0.5)

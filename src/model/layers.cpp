@@ -164,12 +164,12 @@ torch::Tensor C3Impl::forward(const torch::Tensor& x) {
   return cv3(torch::cat({m(cv1(x)), cv2(x)}, 1));
 }
 
-SPPFImpl::SPPFImpl(int64_t c1, int64_t c2, int64_t k, int64_t n, bool shortcut)
+SPPFImpl::SPPFImpl(int64_t c1, int64_t c2, int64_t k, int64_t n, bool shortcut, bool cv1_act)
     : n_(n), add_(shortcut && c1 == c2) {
   const int64_t hidden = c1 / 2;
-  ConvOptions linear;
-  linear.act = false;
-  cv1 = register_module("cv1", Conv(c1, hidden, linear));
+  ConvOptions first;
+  first.act = cv1_act;
+  cv1 = register_module("cv1", Conv(c1, hidden, first));
   cv2 = register_module("cv2", Conv(hidden * (n + 1), c2));
   m = register_module(
       "m", torch::nn::MaxPool2d(torch::nn::MaxPool2dOptions(k).stride(1).padding(k / 2)));

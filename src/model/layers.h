@@ -170,7 +170,9 @@ TORCH_MODULE(C3);
 // concatenation, plus the input when shortcut and c1 == c2 (YOLO26).
 class SPPFImpl : public torch::nn::Module {
  public:
-  SPPFImpl(int64_t c1, int64_t c2, int64_t k = 5, int64_t n = 3, bool shortcut = false);
+  // cv1_act: SiLU after cv1 (YOLO11 / YOLOv8 rows; YOLO26's cv1 is linear, see the builder).
+  SPPFImpl(int64_t c1, int64_t c2, int64_t k = 5, int64_t n = 3, bool shortcut = false,
+           bool cv1_act = false);
   torch::Tensor forward(const torch::Tensor& x);
   int64_t pools() const { return n_; }
   bool residual() const { return add_; }
