@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "geometry/box_iou.h"
 #include "geometry/box_ops.h"
@@ -18,14 +19,15 @@ namespace {
 using torch::indexing::Slice;
 
 // Candidate anchors of gts `boxes` [g, c, 4]: centres strictly inside, with sides under
-// strides[0] replaced by strides[1] around the same centre (only for this test), real rows
-// only -> [g, c, A] bool.
+// strides[1] (the reference's stride_val) enlarged to strides[1] around the same centre (only
+// for this test; 8.4.41 enlarged only sides under strides[0]), real rows only -> [g, c, A] bool.
 torch::Tensor candidates_in_gts(const AssignerOptions& o, const torch::Tensor& anchors,
-                                const torch::Tensor& boxes, const torch::Tensor& real) {
+                                const torch::Tensor& boxes, const torch::Tensor& real,
+                                const KeypointOverlap* kp) {
   auto xywh = geometry::xyxy2xywh(boxes);  // [g, c, 4]
   const auto wh = xywh.narrow(-1, 2, 2);
   const double widened = static_cast<double>(o.strides.size() > 1 ? o.strides[1] : o.strides[0]);
-  const auto small = wh.lt(static_cast<double>(o.strides[0])).logical_and(real.unsqueeze(-1));
+  const auto small = wh.lt(widened).logical_and(real.unsqueeze(-1));
   xywh = torch::cat({xywh.narrow(-1, 0, 2), torch::where(small, torch::full_like(wh, widened), wh)},
                     -1);
   const auto grown = geometry::xywh2xyxy(xywh);                                    // [g, c, 4]
@@ -33,7 +35,37 @@ torch::Tensor candidates_in_gts(const AssignerOptions& o, const torch::Tensor& a
   const auto side = [&](int64_t i) { return grown.select(-1, i).unsqueeze(-1); };  // [g, c, 1]
   const auto min_delta = torch::minimum(torch::minimum(ax - side(0), ay - side(1)),
                                         torch::minimum(side(2) - ax, side(3) - ay));  // [g, c, A]
-  return min_delta.gt(o.eps).logical_and_(real.unsqueeze(-1));
+  auto inside = min_delta.gt(o.eps).logical_and_(real.unsqueeze(-1));
+  if (!kp) return inside;
+  // The level gate on the real (not enlarged) box size, with the ungated fallback.
+  const auto real_wh = boxes.narrow(-1, 2, 2) - boxes.narrow(-1, 0, 2);
+  const auto size = real_wh.prod(-1, true).clamp_min(0).sqrt();  // [g, c, 1]
+  const auto& s = kp->anchor_strides;                            // [A]
+  const auto finest = s.eq(s.min()), coarsest = s.eq(s.max());
+  const auto gated = inside.logical_and(size.ge(s * kp->level_lo).logical_or(finest))
+                         .logical_and_(size.le(s * kp->level_hi).logical_or(coarsest));
+  return torch::where(gated.any(-1, true), gated, inside);
+}
+
+// OKS of candidate pairs (image, gt, anchor) for gts with a labelled keypoint, `iou` for the
+// others, in the reference's operation order (8 sigma^2 (area + eps) as ((2 sigma)^2 (area +
+// eps)) * 2).
+torch::Tensor keypoint_overlaps(const AssignerOptions& o, const KeypointOverlap& kp,
+                                const torch::Tensor& boxes, const torch::Tensor& img,
+                                const torch::Tensor& gt, const torch::Tensor& anchor,
+                                const torch::Tensor& iou) {
+  const auto gt_kpts = kp.gt_kpts_px.index({img, gt});                      // [P, K, 2 or 3]
+  const auto labelled = gt_kpts.size(-1) > 2 ? gt_kpts.select(-1, 2).gt(0)  // [P, K]
+                                             : torch::ones(gt_kpts.sizes().slice(0, 2),
+                                                           gt_kpts.options().dtype(torch::kBool));
+  const auto box = boxes.index({img, gt});  // [P, 4]
+  const auto area = (box.narrow(-1, 2, 2) - box.narrow(-1, 0, 2)).prod(-1, true) * 0.53;
+  const auto d = (kp.pred_kpts_px.index({img, anchor}).to(torch::kFloat) - gt_kpts.narrow(-1, 0, 2))
+                     .pow(2)
+                     .sum(-1);  // [P, K]
+  const auto scale = (kp.sigmas * 2).pow(2) * (area + o.eps) * 2;
+  const auto oks = ((-d / scale).exp() * labelled).sum(-1) / labelled.sum(-1).clamp_min(1);
+  return torch::where(labelled.any(-1), oks.to(iou.scalar_type()), iou);
 }
 
 struct GroupMetrics {
@@ -47,7 +79,7 @@ struct GroupMetrics {
 GroupMetrics group_metrics(const AssignerOptions& o, const torch::Tensor& scores,
                            const torch::Tensor& pred_boxes, const torch::Tensor& anchors,
                            const torch::Tensor& labels, const torch::Tensor& boxes,
-                           const torch::Tensor& real) {
+                           const torch::Tensor& real, const KeypointOverlap* kp) {
   const auto g = boxes.size(0), m = boxes.size(1), a = anchors.size(0);
   GroupMetrics out;
   out.in_gts = torch::zeros({g, m, a}, real.options());
@@ -57,17 +89,18 @@ GroupMetrics group_metrics(const AssignerOptions& o, const torch::Tensor& scores
   for (int64_t start = 0; start < m; start += chunk) {
     const auto rows = Slice(start, std::min(m, start + chunk));
     const auto in_gts = candidates_in_gts(o, anchors, boxes.index({Slice(), rows}),
-                                          real.index({Slice(), rows}));  // [g, c, A]
+                                          real.index({Slice(), rows}), kp);  // [g, c, A]
     out.in_gts.index_put_({Slice(), rows}, in_gts);
     const auto pairs = in_gts.nonzero();  // [P, 3] (image, gt within chunk, anchor)
     if (pairs.size(0) == 0) continue;
     const auto img = pairs.select(1, 0), gt = pairs.select(1, 1) + start;
     const auto anchor = pairs.select(1, 2);
     const auto score = scores.index({img, anchor, labels.index({img, gt})});  // [P]
-    const auto iou = geometry::bbox_iou(boxes.index({img, gt}), pred_boxes.index({img, anchor}),
-                                        geometry::IouKind::kCIoU)
-                         .squeeze(-1)
-                         .clamp_min(0);  // [P]
+    auto iou = geometry::bbox_iou(boxes.index({img, gt}), pred_boxes.index({img, anchor}),
+                                  geometry::IouKind::kCIoU)
+                   .squeeze(-1)
+                   .clamp_min(0);  // [P]
+    if (kp) iou = keypoint_overlaps(o, *kp, boxes, img, gt, anchor, iou);
     out.overlaps.index_put_({img, gt, anchor}, iou);
     // Non-candidates have score and overlap 0, hence metric 0: computing it on pairs only
     // gives the reference's dense values.
@@ -134,9 +167,10 @@ torch::Tensor max_per_gt(const torch::Tensor& gt_flat, const torch::Tensor& valu
 void assign_group(const AssignerOptions& o, const torch::Tensor& scores,
                   const torch::Tensor& pred_boxes, const torch::Tensor& anchors,
                   const torch::Tensor& labels, const torch::Tensor& boxes,
-                  const torch::Tensor& real, Assignment& out, int64_t first) {
+                  const torch::Tensor& real, const KeypointOverlap* kp, Assignment& out,
+                  int64_t first) {
   const auto g = boxes.size(0), m = boxes.size(1), a = anchors.size(0);
-  const auto metrics = group_metrics(o, scores, pred_boxes, anchors, labels, boxes, real);
+  const auto metrics = group_metrics(o, scores, pred_boxes, anchors, labels, boxes, real, kp);
   // Top-k by metric among all anchors, kept only where the anchor is a candidate.
   const auto pos = topk_mask(metrics.align, o.topk).logical_and_(metrics.in_gts);  // [g, M, A]
   auto pairs = resolve_conflicts(pos, metrics.overlaps);                           // [F, 3]
@@ -179,7 +213,7 @@ void assign_group(const AssignerOptions& o, const torch::Tensor& scores,
 Assignment assign(const AssignerOptions& o, const torch::Tensor& pd_scores,
                   const torch::Tensor& pd_bboxes, const torch::Tensor& anchor_points_px,
                   const torch::Tensor& gt_labels, const torch::Tensor& gt_bboxes,
-                  const torch::Tensor& mask_gt) {
+                  const torch::Tensor& mask_gt, const KeypointOverlap* keypoints) {
   torch::NoGradGuard no_grad;
   TORCH_CHECK(pd_scores.dim() == 3 && pd_bboxes.dim() == 3 && pd_bboxes.size(-1) == 4,
               "assign: pd_scores [B, A, C] and pd_bboxes [B, A, 4] expected, got ",
@@ -205,8 +239,15 @@ Assignment assign(const AssignerOptions& o, const torch::Tensor& pd_scores,
   const int64_t group = std::max<int64_t>(1, o.dense_elements / std::max<int64_t>(m * a, 1));
   for (int64_t first = 0; first < bs; first += group) {
     const auto rows = Slice(first, std::min(bs, first + group));
+    std::optional<KeypointOverlap> group_keypoints;
+    if (keypoints) {
+      group_keypoints = *keypoints;
+      group_keypoints->pred_kpts_px = keypoints->pred_kpts_px.index({rows});
+      group_keypoints->gt_kpts_px = keypoints->gt_kpts_px.index({rows});
+    }
     assign_group(o, pd_scores.index({rows}), pd_bboxes.index({rows}), anchor_points_px,
-                 labels.index({rows}), gt_bboxes.index({rows}), real.index({rows}), out, first);
+                 labels.index({rows}), gt_bboxes.index({rows}), real.index({rows}),
+                 group_keypoints ? &*group_keypoints : nullptr, out, first);
   }
   return out;
 }

@@ -1,8 +1,10 @@
 // Task-aligned label assignment (the reference's TaskAlignedAssigner in tal.py): candidates
-// inside the gt (sides under the smallest stride widened to the second stride), metric
+// inside the gt (sides under the second stride widened to it), metric
 // score^alpha * CIoU^beta, top-k per gt, conflicts to the highest CIoU, optional top-k2 pass
-// (one-to-one), soft targets. Differs in memory only: images in groups and candidate pairs in
-// chunks of gts, so thousands of gts x 8400 anchors stay within a few hundred MB.
+// (one-to-one), soft targets. With keypoints it is PoseTaskAlignedAssigner (YOLO26 pose):
+// the overlap is keypoint OKS and candidates are gated by pyramid level. Differs in memory only:
+// images in groups and candidate pairs in chunks of gts, so thousands of gts x 8400 anchors stay
+// within a few hundred MB.
 #pragma once
 
 #include <torch/types.h>
@@ -35,12 +37,26 @@ struct Assignment {
   torch::Tensor target_gt_idx;  // [B, A] int64 gt row within the image, 0 for background
 };
 
+// PoseTaskAlignedAssigner's inputs. The overlap of a (gt, anchor) pair is the OKS of the
+// anchor's predicted keypoints (area = 0.53 * box w * h, as the pose validator's) for a gt with
+// a labelled keypoint, its CIoU otherwise. A gt is a candidate only on levels of stride s with
+// level_lo * s <= sqrt(w * h) <= level_hi * s (the finest level open below, the coarsest above),
+// and on every level when that leaves it no candidate.
+struct KeypointOverlap {
+  torch::Tensor pred_kpts_px;    // [B, A, K, 2] decoded predictions, detached
+  torch::Tensor gt_kpts_px;      // [B, M, K, 3]: visibility > 0 is labelled ([B, M, K, 2]: all)
+  torch::Tensor sigmas;          // [K] OKS sigmas
+  torch::Tensor anchor_strides;  // [A] stride of each anchor's level
+  double level_lo = 2.0, level_hi = 12.0;
+};
+
 // pd_scores [B, A, C] probabilities; pd_bboxes [B, A, 4] xyxy px; anchor_points_px [A, 2];
-// gt_labels [B, M, 1]; gt_bboxes [B, M, 4] xyxy px; mask_gt [B, M, 1] 1 for real rows.
-// No gradient flows through the result.
+// gt_labels [B, M, 1]; gt_bboxes [B, M, 4] xyxy px; mask_gt [B, M, 1] 1 for real rows;
+// keypoints: the pose assigner's inputs, or null for box CIoU. No gradient flows through the
+// result.
 Assignment assign(const AssignerOptions& options, const torch::Tensor& pd_scores,
                   const torch::Tensor& pd_bboxes, const torch::Tensor& anchor_points_px,
                   const torch::Tensor& gt_labels, const torch::Tensor& gt_bboxes,
-                  const torch::Tensor& mask_gt);
+                  const torch::Tensor& mask_gt, const KeypointOverlap* keypoints = nullptr);
 
 }  // namespace detrain::loss

@@ -83,7 +83,10 @@ void Criterion::set_epoch(int64_t epoch, int64_t epochs) {
 torch::Tensor Criterion::branch_vector(const Branch& branch, const model::BranchOutput& output,
                                        const std::vector<torch::Tensor>& feats,
                                        const PaddedTargets& gt, BranchReport& report) const {
-  const auto det = branch.detection(output, feats, gt, replicas_);
+  const auto pose_assigner =
+      branch.keypoints ? branch.keypoints->assigner_keypoints(output) : std::nullopt;
+  const auto det =
+      branch.detection(output, feats, gt, replicas_, pose_assigner ? &*pose_assigner : nullptr);
   report.fg_mask = det.assignment.fg_mask;
   report.target_gt_idx = det.assignment.target_gt_idx;
   report.target_scores_sum = det.target_scores_sum.detach();

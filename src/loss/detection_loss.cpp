@@ -3,6 +3,8 @@
 // results match; a branch without foreground contributes exact zeros to box and dfl.
 #include "loss/detection_loss.h"
 
+#include <optional>
+
 #include "geometry/anchors.h"
 #include "geometry/box_iou.h"
 #include "geometry/box_ops.h"
@@ -42,7 +44,8 @@ torch::Tensor DetectionLoss::decode_distances(const torch::Tensor& pred_dist) co
 
 DetectionTerms DetectionLoss::operator()(const model::BranchOutput& branch,
                                          const std::vector<torch::Tensor>& feats,
-                                         const PaddedTargets& gt, const Replicas& replicas) const {
+                                         const PaddedTargets& gt, const Replicas& replicas,
+                                         const AssignerKeypoints* keypoints) const {
   TORCH_CHECK(branch.boxes.defined() && branch.scores.defined(), "loss: branch has no outputs");
   TORCH_CHECK(branch.boxes.size(1) == 4 * reg_max_, "loss: box channels ", branch.boxes.size(1),
               " do not match reg_max ", reg_max_);
@@ -61,10 +64,18 @@ DetectionTerms DetectionLoss::operator()(const model::BranchOutput& branch,
   out.stride_tensor = anchors.strides;  // [A, 1]
   const auto pred_bboxes =
       geometry::dist2bbox(decode_distances(pred_dist), anchors.points, false);  // [B, A, 4]
+  std::optional<KeypointOverlap> overlap;
+  if (keypoints) {
+    TORCH_CHECK(gt.keypoints_px.defined(), "pose assigner: the targets have no keypoints");
+    overlap =
+        KeypointOverlap{keypoints->predicted_px(anchors.points, anchors.strides), gt.keypoints_px,
+                        keypoints->sigmas.to(pred_scores.device()), anchors.strides.view({-1})};
+  }
   out.assignment =
       assign(assigner_, pred_scores.detach().sigmoid(),
              (pred_bboxes.detach() * anchors.strides).to(gt.boxes_xyxy_px.scalar_type()),
-             anchors.points * anchors.strides, gt.labels, gt.boxes_xyxy_px, gt.mask);
+             anchors.points * anchors.strides, gt.labels, gt.boxes_xyxy_px, gt.mask,
+             overlap ? &*overlap : nullptr);
   const auto& target_scores = out.assignment.target_scores;  // [B, A, C]
   const auto& fg = out.assignment.fg_mask;                   // [B, A]
   out.target_scores_sum = target_scores.sum();

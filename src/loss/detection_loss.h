@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "common/replicas.h"
@@ -30,6 +31,15 @@ struct DetectionTerms {
   torch::Tensor stride_tensor;      // [A, 1]
 };
 
+// What the pose assigner (YOLO26 pose) needs from the keypoint loss: the decoded keypoint
+// predictions in pixels for given anchors ([A, 2] grid units, strides [A, 1]) -> [B, A, K, 2]
+// detached, and the OKS sigmas. The gt keypoints come with the targets.
+struct AssignerKeypoints {
+  std::function<torch::Tensor(const torch::Tensor& anchor_points, const torch::Tensor& strides)>
+      predicted_px;
+  torch::Tensor sigmas;  // [K]
+};
+
 class DetectionLoss {
  public:
   DetectionLoss(int64_t reg_max, AssignerOptions assigner, DetectionGains gains);
@@ -37,10 +47,12 @@ class DetectionLoss {
   // branch: raw outputs ([B, 4*reg_max, A] boxes, [B, nc, A] scores); feats: the head inputs
   // (for anchors and the input size); gt: padded targets in input pixels. With active
   // `replicas`, the target-score normaliser is the global one (max(sum over ranks, 1) / world),
-  // so the ranks' terms add up to the single-process loss of the global batch.
+  // so the ranks' terms add up to the single-process loss of the global batch. With
+  // `keypoints` the assignment is the pose assigner's (OKS overlap, level gate).
   DetectionTerms operator()(const model::BranchOutput& branch,
                             const std::vector<torch::Tensor>& feats, const PaddedTargets& gt,
-                            const Replicas& replicas = {}) const;
+                            const Replicas& replicas = {},
+                            const AssignerKeypoints* keypoints = nullptr) const;
 
   const AssignerOptions& assigner() const { return assigner_; }
 

@@ -76,12 +76,29 @@ torch::Tensor KeypointLoss::decode(const torch::Tensor& raw, const torch::Tensor
   return torch::cat({x.unsqueeze(-1), y.unsqueeze(-1), raw.index({"...", Slice(2)})}, -1);
 }
 
+torch::Tensor KeypointLoss::per_anchor(const torch::Tensor& kpts) const {
+  return kpts.permute({0, 2, 1}).contiguous().view(
+      {kpts.size(0), -1, kpt_shape_[0], kpt_shape_[1]});
+}
+
+std::optional<AssignerKeypoints> KeypointLoss::assigner_keypoints(
+    const model::BranchOutput& branch) const {
+  if (!yolo26_) return std::nullopt;
+  TORCH_CHECK(branch.kpts.defined(), "pose loss: the branch has no keypoint outputs");
+  const auto raw = per_anchor(branch.kpts).detach();
+  return AssignerKeypoints{[this, raw](const torch::Tensor& anchors, const torch::Tensor& strides) {
+                             return decode(raw, anchors).narrow(-1, 0, 2) *
+                                    strides.unsqueeze(-1);  // [B, A, K, 2]
+                           },
+                           sigmas_};
+}
+
 KeypointTerms KeypointLoss::operator()(const model::BranchOutput& branch,
                                        const DetectionTerms& detection,
                                        const PaddedTargets& gt) const {
   TORCH_CHECK(branch.kpts.defined(), "pose loss: the branch has no keypoint outputs");
   const auto bs = branch.kpts.size(0), k = kpt_shape_[0], dims = kpt_shape_[1];
-  auto raw = branch.kpts.permute({0, 2, 1}).contiguous().view({bs, -1, k, dims});  // [B,A,K,D]
+  auto raw = per_anchor(branch.kpts);  // [B, A, K, D]
   const bool rle = has_rle() && branch.kpts_sigma.defined();
   if (rle) {
     const auto sigma = branch.kpts_sigma.permute({0, 2, 1}).contiguous().view({bs, -1, k, 2});

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <array>
+#include <optional>
 #include <vector>
 
 #include "loss/detection_loss.h"
@@ -54,8 +55,14 @@ class KeypointLoss {
 
   bool has_rle() const { return !flow_.is_empty(); }
 
+  // PoseLoss26 assigns with the pose assigner (Ultralytics 8.4.190): its inputs for this
+  // branch's keypoint predictions; nullopt for v8PoseLoss, which assigns by box CIoU.
+  std::optional<AssignerKeypoints> assigner_keypoints(const model::BranchOutput& branch) const;
+
  private:
   torch::Tensor decode(const torch::Tensor& raw, const torch::Tensor& anchor_points) const;
+  // [B, C, A] keypoint channels -> [B, A, K, D].
+  torch::Tensor per_anchor(const torch::Tensor& kpts) const;
 
   std::array<int64_t, 2> kpt_shape_;
   torch::Tensor sigmas_;         // [K] float
