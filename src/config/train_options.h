@@ -45,7 +45,7 @@ struct TrainOptions {
     v("exist_ok", exist_ok, "reuse runs/<name> instead of numbering a new one");
     v("nbs", nbs, "nominal batch size: gradients accumulate to this many images",
       Constraint::range(1, 65536));
-    v("warmup_epochs", warmup_epochs, "warmup length in epochs (at least 100 iterations)",
+    v("warmup_epochs", warmup_epochs, "warmup length in epochs (capped at epochs - 1)",
       Constraint::range(0, 1000));
     v("warmup_momentum", warmup_momentum, "momentum at the start of warmup",
       Constraint::range(0, 1));

@@ -51,14 +51,19 @@ double lr_factor(const ScheduleSettings& s, int64_t epoch) {
 }
 
 int64_t warmup_iterations(const ScheduleSettings& s, int64_t batches_per_epoch) {
-  if (s.warmup_epochs <= 0) return -1;
-  return std::max(round_half_even(s.warmup_epochs * static_cast<double>(batches_per_epoch)),
-                  s.min_warmup_iters);
+  const double epochs = std::min(s.warmup_epochs, std::max<double>(s.epochs - 1, 0));
+  if (epochs <= 0) return -1;
+  const int64_t nw = round_half_even(epochs * static_cast<double>(batches_per_epoch));
+  return nw > 0 ? nw : -1;
 }
 
 int64_t steady_accumulate(const ScheduleSettings& s) {
   return std::max<int64_t>(
       round_half_even(static_cast<double>(s.nbs) / static_cast<double>(s.batch)), 1);
+}
+
+int64_t run_accumulate(const ScheduleSettings& s, int64_t batches_per_epoch) {
+  return std::max<int64_t>(std::min(steady_accumulate(s), batches_per_epoch * s.epochs), 1);
 }
 
 double scaled_weight_decay(const ScheduleSettings& s, double weight_decay) {
@@ -102,10 +107,10 @@ double TrainSchedule::momentum(int64_t ni) const {
 }
 
 int64_t TrainSchedule::accumulate(int64_t ni) const {
-  if (ni > warmup_iters_) return steady_accumulate(settings_);
-  const double nominal = static_cast<double>(settings_.nbs) / static_cast<double>(settings_.batch);
-  const double x =
-      numpy_interp(static_cast<double>(ni), 0.0, static_cast<double>(warmup_iters_), 1.0, nominal);
+  const int64_t target = run_accumulate(settings_, batches_per_epoch_);
+  if (ni > warmup_iters_) return target;
+  const double x = numpy_interp(static_cast<double>(ni), 0.0, static_cast<double>(warmup_iters_),
+                                1.0, static_cast<double>(target));
   return std::max<int64_t>(1, round_half_even(x));
 }
 

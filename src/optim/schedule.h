@@ -16,10 +16,9 @@ namespace detrain::optim {
 // The schedule-relevant options (train.*, optim.*, data.batch), copied once by the trainer.
 struct ScheduleSettings {
   int64_t epochs = 100;
-  double lrf = 0.01;               // final lr as a fraction of the initial lr
-  bool cos_lr = false;             // cosine instead of linear decay
-  double warmup_epochs = 3.0;      // 0 disables warmup
-  int64_t min_warmup_iters = 100;  // warmup lasts at least this many iterations
+  double lrf = 0.01;           // final lr as a fraction of the initial lr
+  bool cos_lr = false;         // cosine instead of linear decay
+  double warmup_epochs = 3.0;  // 0 disables warmup; capped at epochs - 1
   double warmup_momentum = 0.8;
   double warmup_bias_lr = 0.1;
   double momentum = 0.937;
@@ -43,12 +42,18 @@ int64_t round_half_even(double x);
 // cosine ((1 - cos(pi e/E))/2)(lrf - 1) + 1. lf(0) = 1, lf(E) = lrf.
 double lr_factor(const ScheduleSettings& s, int64_t epoch);
 
-// Warmup length nw = max(round(warmup_epochs * batches_per_epoch), min_warmup_iters); -1 when
-// warmup_epochs is 0 (no iteration is then a warmup iteration).
+// Warmup length nw = round(min(warmup_epochs, epochs - 1) * batches_per_epoch), leaving the last
+// epoch to regular training (Ultralytics 8.4.190 `_get_warmup_iterations`; no 100-iteration
+// floor any more). -1 when that is 0: no iteration is then a warmup iteration.
 int64_t warmup_iterations(const ScheduleSettings& s, int64_t batches_per_epoch);
 
-// Micro-batches per optimizer step outside warmup: max(round(nbs / batch), 1).
+// Micro-batches per optimizer step by the nominal batch: max(round(nbs / batch), 1). This is
+// the factor that scales weight decay.
 int64_t steady_accumulate(const ScheduleSettings& s);
+
+// The accumulate a run steps with after warmup (and the target warmup ramps to): the steady
+// value capped at the run's iterations, so a run shorter than one nominal batch still steps.
+int64_t run_accumulate(const ScheduleSettings& s, int64_t batches_per_epoch);
 
 // Weight decay handed to the optimizer: weight_decay * batch * steady_accumulate / nbs.
 double scaled_weight_decay(const ScheduleSettings& s, double weight_decay);
@@ -74,7 +79,8 @@ struct IterationHyper {
 
 // The whole schedule of one run. The global iteration is ni = epoch * batches_per_epoch + iter.
 // During warmup (ni <= nw) lr, momentum and accumulate are interpolated from their warmup start
-// values; afterwards lr = initial_lr * lf(epoch), momentum = momentum, accumulate is steady.
+// values; afterwards lr = initial_lr * lf(epoch), momentum = momentum and accumulate is
+// run_accumulate.
 class TrainSchedule {
  public:
   TrainSchedule(ScheduleSettings settings, int64_t batches_per_epoch,

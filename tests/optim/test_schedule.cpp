@@ -1,5 +1,7 @@
 // Training schedules against values computed by hand from the reference formulas
-// (reference-yolo.md section 5; numpy/Python rounding is half to even).
+// (Ultralytics 8.4.190 engine/trainer.py; numpy/Python rounding is half to even). The
+// per-iteration values of whole runs are checked against the reference trainer itself in
+// test_schedule_parity.cpp.
 #include <catch2/catch.hpp>
 
 #include "common/errors.h"
@@ -62,12 +64,19 @@ TEST_CASE("lr factor linear and cosine with lrf", "[unit][optim]") {
 }
 
 TEST_CASE("warmup length accumulate and weight decay scaling", "[unit][optim]") {
-  ScheduleSettings s;                         // warmup 3 epochs, nbs 64, batch 16
-  CHECK(warmup_iterations(s, 20) == 100);     // round(60) < 100
+  ScheduleSettings s;                         // 100 epochs, warmup 3 epochs, nbs 64, batch 16
+  CHECK(warmup_iterations(s, 20) == 60);      // 3 * 20: no 100-iteration floor in 8.4.190
   CHECK(warmup_iterations(s, 1000) == 3000);  // 3 * 1000
   s.warmup_epochs = 2.5;
   CHECK(warmup_iterations(s, 401) == 1002);  // 1002.5 rounds to even
   CHECK(warmup_iterations(s, 403) == 1008);  // 1007.5 rounds to even
+  s.epochs = 3;                              // warmup leaves the last epoch: min(2.5, 2) = 2
+  CHECK(warmup_iterations(s, 10) == 20);
+  s.epochs = 1;  // min(2.5, 0) = 0: a one-epoch run has no warmup
+  CHECK(warmup_iterations(s, 10) == -1);
+  s.epochs = 100;
+  s.warmup_epochs = 0.01;  // round(0.01 * 20) = 0 iterations: no warmup, not a one-step ramp
+  CHECK(warmup_iterations(s, 20) == -1);
   s.warmup_epochs = 0;
   CHECK(warmup_iterations(s, 1000) == -1);
 
@@ -84,13 +93,26 @@ TEST_CASE("warmup length accumulate and weight decay scaling", "[unit][optim]") 
   CHECK(steady_accumulate(s) == 3);
 }
 
+TEST_CASE("accumulate is capped at the run's iterations, weight decay is not", "[unit][optim]") {
+  ScheduleSettings s;
+  s.batch = 2;  // nominal accumulate 32
+  s.epochs = 3;
+  CHECK(steady_accumulate(s) == 32);
+  CHECK(run_accumulate(s, 5) == 15);  // 5 batches x 3 epochs
+  CHECK(run_accumulate(s, 50) == 32);
+  CHECK_THAT(scaled_weight_decay(s, 0.0005), WithinAbs(0.0005, kTolDecay));  // 2 * 32 / 64
+  s.warmup_epochs = 0;
+  TrainSchedule schedule(s, 5, {{0.01, false}});
+  CHECK(schedule.accumulate(0) == 15);
+}
+
 TEST_CASE("warmup interpolates lr momentum and accumulate per group", "[unit][optim]") {
   ScheduleSettings s;
   s.epochs = 10;
   s.batch = 16;
-  // 20 batches per epoch: nw = max(60, 100) = 100 spans epochs 0..5.
+  // 20 batches per epoch: nw = 3 * 20 = 60 spans epochs 0..2.
   TrainSchedule schedule(s, 20, {{0.01, false}, {0.01, true}, {0.03, false}});
-  CHECK(schedule.warmup_iters() == 100);
+  CHECK(schedule.warmup_iters() == 60);
 
   auto h0 = schedule.at(0, 0);
   CHECK(h0.warmup);
@@ -100,30 +122,30 @@ TEST_CASE("warmup interpolates lr momentum and accumulate per group", "[unit][op
   CHECK(h0.momentum == 0.8);
   CHECK(h0.accumulate == 1);
 
-  // ni = 2 * 20 + 10 = 50, epoch 2: lf(2) = (1 - 2/10) * 0.99 + 0.01 = 0.802
-  auto h = schedule.at(2, 10);
+  // ni = 1 * 20 + 10 = 30, epoch 1: lf(1) = (1 - 1/10) * 0.99 + 0.01 = 0.901
+  auto h = schedule.at(1, 10);
   CHECK(h.warmup);
-  // target 0.01 * 0.802 = 0.00802; half way from 0: 0.00401
-  CHECK_THAT(h.lr[0], WithinAbs(0.00401, kTol));
-  // half way from 0.1 to 0.00802: 0.05401
-  CHECK_THAT(h.lr[1], WithinAbs(0.05401, kTol));
-  CHECK_THAT(h.lr[2], WithinAbs(0.01203, kTol));
+  // target 0.01 * 0.901 = 0.00901; half way from 0: 0.004505
+  CHECK_THAT(h.lr[0], WithinAbs(0.004505, kTol));
+  // half way from 0.1 to 0.00901: 0.054505
+  CHECK_THAT(h.lr[1], WithinAbs(0.054505, kTol));
+  CHECK_THAT(h.lr[2], WithinAbs(0.013515, kTol));
   CHECK_THAT(h.momentum, WithinAbs(0.8685, kTol));
-  CHECK(h.accumulate == 2);             // interp 1 -> 4 at 50/100 is 2.5, rounds to even
-  CHECK(schedule.accumulate(51) == 3);  // 2.53
+  CHECK(h.accumulate == 2);             // interp 1 -> 4 at 30/60 is 2.5, rounds to even
+  CHECK(schedule.accumulate(31) == 3);  // 2.55
 
-  // ni = 100 is the last warmup iteration and lands on the steady values exactly.
-  auto hw = schedule.at(5, 0);
+  // ni = 60 is the last warmup iteration and lands on the steady values exactly.
+  auto hw = schedule.at(3, 0);
   CHECK(hw.warmup);
-  // lf(5) = 0.5 * 0.99 + 0.01 = 0.505
-  CHECK_THAT(hw.lr[1], WithinAbs(0.00505, kTol));
+  // lf(3) = 0.7 * 0.99 + 0.01 = 0.703
+  CHECK_THAT(hw.lr[1], WithinAbs(0.00703, kTol));
   CHECK(hw.momentum == 0.937);
   CHECK(hw.accumulate == 4);
 
-  auto after = schedule.at(5, 1);
+  auto after = schedule.at(3, 1);
   CHECK_FALSE(after.warmup);
-  CHECK_THAT(after.lr[0], WithinAbs(0.00505, kTol));
-  CHECK_THAT(after.lr[2], WithinAbs(0.01515, kTol));
+  CHECK_THAT(after.lr[0], WithinAbs(0.00703, kTol));
+  CHECK_THAT(after.lr[2], WithinAbs(0.02109, kTol));
   CHECK(after.momentum == 0.937);
   CHECK(after.accumulate == 4);
   // epoch 9: lf = 0.1 * 0.99 + 0.01 = 0.109
