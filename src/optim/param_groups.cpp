@@ -7,15 +7,15 @@ namespace detrain::optim {
 
 std::vector<ParamGroup> build_param_groups(const std::vector<model::ParamInfo>& params,
                                            const ParamGroupSettings& settings) {
-  std::vector<ParamGroup> groups(kNumGroups);
-  for (int g = 0; g < kNumGroups; ++g) {
+  const bool muon = settings.muon;
+  std::vector<ParamGroup> groups(group_count(muon));
+  for (int g = 0; g < group_count(muon); ++g) {
     auto& group = groups[g];
     group.index = g;
-    group.name = group_name(g);
-    const bool cls = g % 2 == 0;
-    group.lr = settings.lr0 * (cls && settings.muon ? settings.cls_lr_mult : 1.0);
-    group.weight_decay = group_decays(g) ? settings.weight_decay : 0.0;
-    group.muon = static_cast<ParamRole>(g / 2) == ParamRole::kMuon;
+    group.name = group_name(g, muon);
+    group.lr = settings.lr0 * (group_boosted(g, muon) ? settings.cls_lr_mult : 1.0);
+    group.weight_decay = group_decays(g, muon) ? settings.weight_decay : 0.0;
+    group.muon = group_role(g, muon) == ParamRole::kMuon;
   }
   for (const auto& info : params) {
     if (!info.trainable) continue;

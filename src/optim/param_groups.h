@@ -1,9 +1,8 @@
-// The eight parameter groups the trainer optimises, in the reference order weight*mult, weight,
-// bn*mult, bn, bias*mult, bias, muon*mult, muon (lr/pg0..7), each with its lr and decay. Roles
-// come from optim::role_of (module types, never name regexes). Differences from the reference:
-// frozen parameters are left out (they never get a gradient there either), and the groups exist
-// for SGD and AdamW too (the reference has three there); the cls multiplier applies under MuSGD
-// only, as in the reference.
+// The parameter groups the trainer optimises, in the reference order: under MuSGD eight,
+// weight*mult, weight, bn*mult, bn, bias*mult, bias, muon*mult, muon (lr/pg0..7); under SGD and
+// AdamW three, weight, bn, bias (lr/pg0..2). Each has its lr and decay. Roles come from
+// optim::role_of (module types, never name regexes). One difference from the reference: frozen
+// parameters are left out (they never get a gradient there either).
 #pragma once
 
 #include <torch/types.h>
@@ -33,7 +32,7 @@ struct ParamGroup {
   std::vector<torch::Tensor> params;
 };
 
-// All kNumGroups groups, empty ones included, so indices match lr/pg0..7.
+// All groups of the grouping, empty ones included, so indices match the reference's lr/pg*.
 std::vector<ParamGroup> build_param_groups(const std::vector<model::ParamInfo>& params,
                                            const ParamGroupSettings& settings);
 

@@ -5,23 +5,34 @@
 namespace detrain::optim {
 
 ParamRole role_of(const model::ParamInfo& info, bool muon_enabled) {
-  if (info.param.dim() >= 2) return muon_enabled ? ParamRole::kMuon : ParamRole::kWeight;
+  // Muon orthogonalises matrices and conv filters only (the reference's ndim in {2, 4}).
+  const auto dim = info.param.dim();
+  if (muon_enabled && (dim == 2 || dim == 4)) return ParamRole::kMuon;
+  if (dim >= 2) return ParamRole::kWeight;
   if (info.is_bias) return ParamRole::kBias;
   if (info.in_norm) return ParamRole::kNorm;
   return ParamRole::kWeight;
 }
 
-int group_index(ParamRole role, bool cls_lr_mult) {
+int group_index(ParamRole role, bool cls_lr_mult, bool muon_enabled) {
+  if (!muon_enabled) return static_cast<int>(role);
   return 2 * static_cast<int>(role) + (cls_lr_mult ? 0 : 1);
 }
 
-std::string group_name(int index) {
-  static const char* kRoles[] = {"weight", "bn", "bias", "muon"};
-  return std::string(kRoles[index / 2]) + (index % 2 == 0 ? "_cls" : "");
+ParamRole group_role(int index, bool muon_enabled) {
+  return static_cast<ParamRole>(muon_enabled ? index / 2 : index);
 }
 
-bool group_decays(int index) {
-  const auto role = static_cast<ParamRole>(index / 2);
+bool group_boosted(int index, bool muon_enabled) { return muon_enabled && index % 2 == 0; }
+
+std::string group_name(int index, bool muon_enabled) {
+  static const char* kRoles[] = {"weight", "bn", "bias", "muon"};
+  return std::string(kRoles[static_cast<int>(group_role(index, muon_enabled))]) +
+         (group_boosted(index, muon_enabled) ? "_cls" : "");
+}
+
+bool group_decays(int index, bool muon_enabled) {
+  const auto role = group_role(index, muon_enabled);
   return role == ParamRole::kWeight || role == ParamRole::kMuon;
 }
 

@@ -1,11 +1,13 @@
-// Parameter groups and the optimizer factory: yolo26n's eight groups match the reference's
-// assignment (golden metadata) and the model census (126 matrices, 42 keys), decay scales with
-// batch * accumulate / nbs, lr multipliers, the auto rule, and refused config values.
+// Parameter groups and the optimizer factory: every model's groups match Ultralytics 8.4.190's
+// (param_groups.json), yolo26n's MuSGD buckets the model census (126 matrices, 42 keys), decay
+// scales with batch * accumulate / nbs, lr multipliers, the auto rule, and refused config values.
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "common/errors.h"
+#include "model/builder.h"
 #include "model/safetensors.h"
 #include "model/yolo_model.h"
 #include "optim/musgd.h"
@@ -43,30 +45,63 @@ TEST_CASE("yolo26n groups: sizes, lr and decay as the reference builds them",
     CHECK(groups[g].lr == (g % 2 == 0 ? 0.01 * 3.0 : 0.01));
     CHECK(groups[g].weight_decay == (g < 2 || g >= 6 ? 5e-4 : 0.0));
   }
-  // Without Muon (SGD, AdamW) the matrices are decayed weights and no group is boosted.
+  // Without Muon (SGD, AdamW) the reference's three groups weight, bn, bias: the 126 matrices
+  // are decayed weights and no group is boosted.
   const auto plain = build_param_groups(test::yolo26n_params(), {false, 0.01, 3.0, 5e-4});
-  CHECK(plain[0].names.size() == 30);
-  CHECK(plain[1].names.size() == 96);
-  CHECK(plain[6].names.empty());
+  REQUIRE(plain.size() == 3);
+  CHECK(plain[0].name == "weight");
+  CHECK(plain[0].names.size() == 126);
+  CHECK(plain[1].names.size() == 114);
+  CHECK(plain[2].names.size() == 126);
   CHECK(plain[0].lr == 0.01);
+  CHECK(plain[2].lr == 0.01);
+  CHECK(plain[0].weight_decay == 5e-4);
+  CHECK(plain[1].weight_decay == 0.0);
 }
 
-TEST_CASE("yolo26n groups equal the reference's group_assignment", "[parity][param_groups]") {
-  const std::string path = test::golden("musgd_yolo26n.safetensors");
-  const auto golden = model::read_safetensors(path);
-  std::map<std::string, int> reference;
-  for (const auto& row : nlohmann::json::parse(golden.metadata.at("group_assignment")))
-    reference[row[0].get<std::string>()] = row[1].get<int>();
-  const auto groups = build_param_groups(test::yolo26n_params(), {true, 0.01, 3.0, 5e-4});
-  std::map<std::string, int> ours;
-  for (const auto& g : groups)
-    for (const auto& name : g.names) ours[name] = g.index;
-  CHECK(ours.size() == reference.size());
-  for (const auto& [name, index] : reference) {
-    INFO(name);
-    REQUIRE(ours.count(name));
-    CHECK(ours[name] == index);
+// Every parameter of every model lands in the group, with the lr multiplier, that Ultralytics
+// 8.4.190's build_optimizer gives it (param_groups.json from tests/golden/gen_groups.py), for
+// SGD (3 groups), AdamW (3) and MuSGD (8, the head's cv3 / one2one_cv3 at 3x lr). The one
+// difference: frozen parameters (the DFL projection) are in no group here, in a group there.
+TEST_CASE("every model's groups equal Ultralytics 8.4.190's for SGD, AdamW and MuSGD",
+          "[parity][param_groups]") {
+  std::ifstream in(test::golden("param_groups.json"));
+  const auto golden = nlohmann::json::parse(in);
+  int models = 0;
+  for (const auto& [model_name, by_optimizer] : golden.items()) {
+    if (model_name == "__metadata__") continue;
+    ++models;
+    model::BuildOptions build;
+    build.arch = model_name;
+    build.nc = model_name.find("pose") != std::string::npos ? 1 : 80;
+    model::YoloModel yolo(build);
+    const auto infos = yolo->param_infos();
+    for (const auto& [optimizer, reference] : by_optimizer.items()) {
+      INFO(model_name << " " << optimizer);
+      const bool muon = optimizer == "MuSGD";
+      const auto groups = build_param_groups(infos, {muon, 0.01, 3.0, 5e-4});
+      REQUIRE(groups.size() == reference.at("groups").size());
+      std::map<std::string, const ParamGroup*> ours;
+      for (const auto& g : groups)
+        for (const auto& name : g.names) ours[name] = &g;
+      size_t checked = 0;
+      for (const auto& row : reference.at("params")) {
+        const auto name = row[0].get<std::string>();
+        INFO(name);
+        if (name.find(".dfl") != std::string::npos) {
+          CHECK(ours.count(name) == 0);  // frozen here
+          continue;
+        }
+        REQUIRE(ours.count(name));
+        CHECK(ours[name]->index == row[1].get<int>());
+        CHECK(ours[name]->name.rfind(row[2].get<std::string>(), 0) == 0);
+        CHECK(ours[name]->lr == Approx(0.01 * row[3].get<double>()).epsilon(1e-12));
+        ++checked;
+      }
+      CHECK(checked == ours.size());
+    }
   }
+  CHECK(models == 6);
 }
 
 TEST_CASE("MuSGD's buckets on yolo26n match the model census", "[unit][param_groups]") {
@@ -132,7 +167,8 @@ TEST_CASE("The factory builds each kind with its groups", "[unit][param_groups]"
   o.optimizer = "sgd";
   auto sgd = build_optimizer(infos, o, run);
   CHECK(sgd->kind() == "sgd");
-  CHECK(sgd->group_size(1) == 96);  // the non-cls matrices are decayed weights
+  CHECK(sgd->num_groups() == 3);
+  CHECK(sgd->group_size(0) == 126);  // every matrix is a decayed weight
   CHECK(dynamic_cast<const MuSGD*>(sgd.get())->muon_matrices() == 0);
   auto musgd = build_optimizer(infos, musgd_options(), run);
   CHECK(musgd->lr(6) == 0.03);
