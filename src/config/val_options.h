@@ -15,6 +15,7 @@ struct ValOptions {
   bool save_json = true;
   bool multi_label = true;
   bool agnostic_nms = false;
+  bool nms = true;
   double predict_conf = 0.25;
 
   template <class V>
@@ -32,6 +33,10 @@ struct ValOptions {
     v("multi_label", multi_label,
       "NMS keeps one row per class above conf (else only each box's best class)");
     v("agnostic_nms", agnostic_nms, "NMS suppresses overlapping boxes across classes");
+    v("nms", nms,
+      "end-to-end models (YOLO26): true scores the one-to-many branch after NMS (Ultralytics "
+      "8.4.190's validation default), false the NMS-free one-to-one top-k (what predict and "
+      "export run); models without a one-to-one branch always use NMS");
     v("predict_conf", predict_conf, "confidence threshold of `detrain predict`",
       Constraint::range(0, 1));
   }

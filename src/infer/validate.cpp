@@ -80,8 +80,8 @@ ValidationResult Validator::run(model::YoloModelImpl& model,
   while (std::optional<ValBatch> batch = next_batch()) {
     Stopwatch inference;
     model::TrainOutput raw;
-    const std::vector<ImageDetections> per_image =
-        detect_batch(model, batch->images, o.nms, o.bf16, o.device, raw_observer ? &raw : nullptr);
+    const std::vector<ImageDetections> per_image = detect_batch(
+        model, batch->images, o.nms, o.one2one, o.bf16, o.device, raw_observer ? &raw : nullptr);
     result.inference_s += inference.seconds();
     if (raw_observer)
       raw_observer(batch_index, raw, {batch->images.size(2), batch->images.size(3)});
@@ -110,7 +110,7 @@ ValidationResult Validator::run(model::YoloModelImpl& model,
 }
 
 std::vector<ImageDetections> detect_batch(model::YoloModelImpl& model, const torch::Tensor& images,
-                                          const NmsOptions& nms, bool bf16,
+                                          const NmsOptions& nms, bool one2one, bool bf16,
                                           const torch::Device& device, model::TrainOutput* raw) {
   torch::NoGradGuard no_grad;
   const torch::Tensor input =  // [B, 3, H, W] float in [0, 1]
@@ -119,10 +119,10 @@ std::vector<ImageDetections> detect_batch(model::YoloModelImpl& model, const tor
   {
     std::optional<compat::AutocastGuard> autocast;
     if (bf16) autocast.emplace(device.type(), torch::kBFloat16);
-    out = model.forward_eval(input, nms.max_det);
+    out = model.forward_eval(input, nms.max_det, one2one);
   }
   if (raw) *raw = out.raw;
-  if (model.arch().end2end)
+  if (out.end2end)
     return end2end_postprocess(out.detections.to(torch::kFloat).cpu(), nms.conf, nms.max_det);
   return nms_postprocess(out.decoded.to(torch::kFloat), model.arch().nc, nms);
 }

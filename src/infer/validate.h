@@ -31,8 +31,9 @@ struct ValBatch {
 };
 
 struct ValidationOptions {
-  NmsOptions nms;                  // conf / iou / max_det (NMS only for models without the
-                                   // one-to-one branch; end-to-end models take top-k rows)
+  NmsOptions nms;                  // conf / iou / max_det
+  bool one2one = false;            // end-to-end models: score the one-to-one top-k (val.nms
+                                   // false) instead of the one-to-many branch + NMS
   std::vector<int64_t> coco_ids;   // [nc] contiguous class index -> COCO category id
   int64_t keypoints = 0;           // K; 0 for detection models
   std::vector<double> oks_sigmas;  // [K] keypoint evaluation sigmas (empty: COCO's 17)
@@ -59,11 +60,11 @@ struct ValidationResult {
 };
 
 // One batch through the model and the postprocess: images [B, 3, H, W] uint8 RGB ->
-// detections per image in network-input pixels (one-to-one top-k for end-to-end models, NMS
-// otherwise). The model must be in eval mode. `raw`, when given, receives the head's raw branch
-// outputs of the same forward pass (what validation losses are computed from).
+// detections per image in network-input pixels (one-to-one top-k for end-to-end models when
+// `one2one`, NMS otherwise). The model must be in eval mode. `raw`, when given, receives the head's
+// raw branch outputs of the same forward pass (what validation losses are computed from).
 std::vector<ImageDetections> detect_batch(model::YoloModelImpl& model, const torch::Tensor& images,
-                                          const NmsOptions& nms, bool bf16,
+                                          const NmsOptions& nms, bool one2one, bool bf16,
                                           const torch::Device& device,
                                           model::TrainOutput* raw = nullptr);
 

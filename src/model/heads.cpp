@@ -235,7 +235,8 @@ TrainOutput HeadImpl::forward_train(const std::vector<torch::Tensor>& feats) {
   return out;
 }
 
-EvalOutput HeadImpl::forward_eval(const std::vector<torch::Tensor>& feats, int64_t max_det) {
+EvalOutput HeadImpl::forward_eval(const std::vector<torch::Tensor>& feats, int64_t max_det,
+                                  bool one2one) {
   TORCH_CHECK(feats.size() == options_.channels.size(), "head expects ", options_.channels.size(),
               " feature levels, got ", feats.size());
   EvalOutput out;
@@ -246,13 +247,17 @@ EvalOutput HeadImpl::forward_eval(const std::vector<torch::Tensor>& feats, int64
     for (const auto& f : feats) detached.push_back(f.detach());
     out.raw.one2one = forward_branch(detached, one2one_, false);
   }
-  out.decoded = decode(options_.end2end ? out.raw.one2one : out.raw.one2many, feats);
-  if (options_.end2end) topk(out, max_det);
+  const bool top_k = options_.end2end && one2one;
+  TORCH_CHECK(top_k || one2many_.box,
+              "this fused end-to-end model has no one-to-many branch to run NMS on");
+  out.decoded = decode(top_k ? out.raw.one2one : out.raw.one2many, feats, /*xyxy=*/top_k);
+  if (top_k) topk(out, max_det);
+  out.end2end = top_k;
   return out;
 }
 
-torch::Tensor HeadImpl::decode(const BranchOutput& branch,
-                               const std::vector<torch::Tensor>& feats) {
+torch::Tensor HeadImpl::decode(const BranchOutput& branch, const std::vector<torch::Tensor>& feats,
+                               bool xyxy) {
   const auto& o = options_;
   // Pixel coordinates are decoded in fp32 at least: bf16 cannot hold 159.5 (a 1280 px grid).
   auto wide = [](const torch::Tensor& t) {
@@ -266,7 +271,7 @@ torch::Tensor HeadImpl::decode(const BranchOutput& branch,
   const auto points = anchors.points.transpose(0, 1);            // [2, A] grid units
   const auto strides = anchors.strides.transpose(0, 1);          // [1, A]
   auto distances = o.reg_max > 1 ? dfl_(raw_boxes) : raw_boxes;  // [B, 4, A]
-  auto boxes = geometry::dist2bbox(distances, points.unsqueeze(0), /*xywh=*/!o.end2end, 1) *
+  auto boxes = geometry::dist2bbox(distances, points.unsqueeze(0), /*xywh=*/!xyxy, 1) *
                strides;  // [B, 4, A] px
   std::vector<torch::Tensor> columns{boxes, wide(branch.scores).sigmoid()};
   if (o.pose()) {

@@ -52,8 +52,9 @@ struct TrainOutput {
 
 // What validation and prediction consume.
 struct EvalOutput {
-  // Decoded inference tensor of the branch that predicts (one2one for end2end models):
-  // [B, 4 + nc (+ K*3), A]: boxes in input pixels (xyxy for end2end, cx,cy,w,h otherwise),
+  // Decoded inference tensor of the branch that predicts (one2one for end2end models unless
+  // the one-to-many branch is asked for): [B, 4 + nc (+ K*3), A]: boxes in input pixels (xyxy
+  // for the one-to-one branch, cx,cy,w,h otherwise),
   // sigmoid class scores, then keypoints (x px, y px, visibility probability) per keypoint.
   torch::Tensor decoded;
   // end2end only: top-k rows over anchors x classes, score descending, k = min(max_det, A):
@@ -61,6 +62,7 @@ struct EvalOutput {
   torch::Tensor detections;
   torch::Tensor topk_anchor_index;  // [B, k] int64 anchor of each detection row (end2end)
   TrainOutput raw;                  // raw branch outputs (no kpts_sigma) for validation losses
+  bool end2end = false;             // `detections` holds the one-to-one top-k (else NMS decoded)
 };
 
 // The RealNVP flow of the RLE keypoint loss: 6 affine couplings with alternating masks over
@@ -84,8 +86,12 @@ class HeadImpl : public torch::nn::Module {
 
   // Training graph: both branches (sigma heads included), whatever the BN mode.
   TrainOutput forward_train(const std::vector<torch::Tensor>& feats);
-  // Inference graph: raw branches without sigma heads, decoded tensor, and top-k when end2end.
-  EvalOutput forward_eval(const std::vector<torch::Tensor>& feats, int64_t max_det);
+  // Inference graph: raw branches without sigma heads, decoded tensor, and top-k when the
+  // one-to-one branch predicts. `one2one`: which branch predicts for an end-to-end head (true:
+  // the NMS-free one-to-one top-k; false: the one-to-many branch decoded as cx,cy,w,h for NMS,
+  // what Ultralytics 8.4.190 validates by default); ignored by heads without it.
+  EvalOutput forward_eval(const std::vector<torch::Tensor>& feats, int64_t max_det,
+                          bool one2one = true);
 
   // Box bias 2.0 and class prior log(5 / nc / (640 / stride)^2) on both branches.
   void bias_init();
@@ -106,7 +112,9 @@ class HeadImpl : public torch::nn::Module {
 
   BranchOutput forward_branch(const std::vector<torch::Tensor>& feats, const Branch& branch,
                               bool with_sigma);
-  torch::Tensor decode(const BranchOutput& branch, const std::vector<torch::Tensor>& feats);
+  // xyxy: boxes as x1,y1,x2,y2 (the one-to-one branch) or cx,cy,w,h (for NMS).
+  torch::Tensor decode(const BranchOutput& branch, const std::vector<torch::Tensor>& feats,
+                       bool xyxy);
   void topk(EvalOutput& out, int64_t max_det) const;
   void make_towers(Branch& branch);
 

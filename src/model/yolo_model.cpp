@@ -66,8 +66,8 @@ TrainOutput YoloModelImpl::forward_train(const torch::Tensor& images) {
   return head_->forward_train(head_inputs(images));
 }
 
-EvalOutput YoloModelImpl::forward_eval(const torch::Tensor& images, int64_t max_det) {
-  return head_->forward_eval(head_inputs(images), max_det);
+EvalOutput YoloModelImpl::forward_eval(const torch::Tensor& images, int64_t max_det, bool one2one) {
+  return head_->forward_eval(head_inputs(images), max_det, one2one);
 }
 
 std::vector<ParamInfo> YoloModelImpl::param_infos() const {

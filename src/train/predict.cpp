@@ -131,7 +131,7 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
     std::optional<data::Batch> batch = loader.next();
     if (!batch) break;
     const std::vector<infer::ImageDetections> dets =
-        infer::detect_batch(model, batch->images, nms, bf16, device);
+        infer::detect_batch(model, batch->images, nms, /*one2one=*/true, bf16, device);
     const double ms_per_image = batch_clock.millis() / std::max<size_t>(1, dets.size());
     for (size_t i = 0; i < dets.size(); ++i) {
       const geometry::ImageFrame& frame = batch->frames[i];

@@ -32,6 +32,7 @@ ValidationRun::ValidationRun(const config::Experiment& x, const data::DatasetInf
   gt_ = std::move(table);
   infer::ValidationOptions vo;
   vo.nms = infer::nms_options(x.val);
+  vo.one2one = !x.val.nms;
   vo.coco_ids = dataset.coco_ids;
   vo.keypoints = model.head()->options().pose() ? model.arch().kpt_shape[0] : 0;
   vo.oks_sigmas = dataset.oks_sigmas;
