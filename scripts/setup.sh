@@ -95,3 +95,25 @@ if ! { [[ -x "$test_venv/bin/python" ]] &&
     exit 1
   fi
 fi
+
+# ---- the Python reference: Ultralytics 8.4.190 (tests/golden) --------------------------------
+# The parity goldens are generated at build time by tests/golden/*.py running the pinned
+# reference on CPU. Its environment, .venv-ref, reuses the torch of $venv through a .pth path
+# file (no second 4.5 GB download) and adds ultralytics and the torchvision that matches torch
+# 2.11 (unpinned, pip would upgrade torch), plus safetensors for the test that loads detrain's
+# exported weights into the reference. DETRAIN_REF_VENV picks another folder.
+ref_venv="${DETRAIN_REF_VENV:-$root/.venv-ref}"
+ref_pins=(ultralytics==8.4.190 torchvision==0.26.0 safetensors==0.6.2 "torch==$torch_version")
+if ! { [[ -x "$ref_venv/bin/python" ]] &&
+       compgen -G "$ref_venv/lib/python3*/site-packages/ultralytics-8.4.190.dist-info" >/dev/null &&
+       compgen -G "$ref_venv/lib/python3*/site-packages/safetensors-0.6.2.dist-info" >/dev/null; }; then
+  echo "setup.sh: creating the reference environment $ref_venv (${ref_pins[*]})"
+  [[ -x "$ref_venv/bin/python" ]] || python3 -m venv "$ref_venv"
+  torch_site=$(compgen -G "$venv/lib/python3*/site-packages" | head -1)
+  ref_site=$(compgen -G "$ref_venv/lib/python3*/site-packages" | head -1)
+  echo "$torch_site" >"$ref_site/detrain-torch.pth"
+  if ! "$ref_venv/bin/python" -m pip install -q --disable-pip-version-check "${ref_pins[@]}"; then
+    echo "setup.sh: pip could not install ${ref_pins[*]} into $ref_venv; check the network to PyPI, then run scripts/setup.sh again" >&2
+    exit 1
+  fi
+fi

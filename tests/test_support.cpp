@@ -37,16 +37,17 @@ std::optional<std::string> shared_data_or_skip(const std::string& sub) {
 }
 
 std::string golden(const std::string& file) {
-  if (auto path = golden_file(file)) return *path;
-  const auto root = shared_root();
-  const std::string expected =
-      (fs::path(root ? *root : (fs::path(source_dir()).parent_path() / "shared").string()) /
-       "golden" / file)
-          .string();
-  throw std::runtime_error("golden fixture " + expected +
-                           " is missing; the parity tests need ../shared/golden (or "
-                           "DETRAIN_SHARED) and fail without it");
+  const char* env = std::getenv("DETRAIN_GOLDEN");
+  const fs::path path = fs::path(env && *env ? env : DETRAIN_GOLDEN_DIR) / file;
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return path.string();
+  throw std::runtime_error("golden fixture " + path.string() +
+                           " is missing; the build generates it with tests/golden/generate.py "
+                           "in .venv-ref (Ultralytics 8.4.190): run scripts/setup.sh, then build "
+                           "again");
 }
+
+std::string reference_python() { return DETRAIN_REF_PYTHON; }
 
 std::string detrain_binary() { return DETRAIN_BINARY; }
 

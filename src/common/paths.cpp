@@ -17,15 +17,6 @@ std::optional<std::string> shared_root() {
   return std::nullopt;
 }
 
-std::optional<std::string> golden_file(const std::string& file) {
-  auto root = shared_root();
-  if (!root) return std::nullopt;
-  fs::path p = fs::path(*root) / "golden" / file;
-  std::error_code ec;
-  if (!fs::is_regular_file(p, ec)) return std::nullopt;
-  return p.string();
-}
-
 std::optional<std::string> shared_data_root() {
   if (const char* env = std::getenv("DETRAIN_DATA"); env && *env) return std::string(env);
   auto root = shared_root();

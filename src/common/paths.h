@@ -8,12 +8,9 @@
 
 namespace detrain {
 
-// The shared folder beside the project (../shared: docs, golden fixtures, data), or
-// DETRAIN_SHARED when set; nullopt when absent.
+// The shared folder beside the project (../shared: docs, data), or DETRAIN_SHARED when set;
+// nullopt when absent.
 std::optional<std::string> shared_root();
-
-// <shared root>/golden/<file> when it exists; nullopt otherwise (tests then skip visibly).
-std::optional<std::string> golden_file(const std::string& file);
 
 // DETRAIN_DATA if set, else <source dir>/../shared/data if it exists; nullopt otherwise.
 std::optional<std::string> shared_data_root();

@@ -1,7 +1,8 @@
-// Loss parity against the reference (golden README section 3): reference weights loaded by
-// name, the saved input through detrain's model in train mode, the criterion on the saved
-// targets; then loss total / vector / items, each branch's assignment and every parameter's
-// gradient norm and sum after backward must match E2ELoss / v8DetectionLoss / PoseLoss26.
+// Loss parity against the reference (Ultralytics 8.4.190, tests/golden/README.md): reference
+// weights loaded by name, the saved input through detrain's model in train mode, the criterion on
+// the saved targets; then loss total / vector / items, each branch's assignment and every
+// parameter's gradient norm and sum after backward must match E2ELoss / v8DetectionLoss /
+// PoseLoss26.
 #include <catch2/catch.hpp>
 #include <iomanip>
 #include <iostream>
@@ -26,15 +27,15 @@ constexpr double kLossRel = 5e-5;
 constexpr double kGradRel = 1e-4;
 constexpr double kGradAbs = 1e-5;
 
-// README section 8.7: BN biases whose true gradient is exactly 0 (a later train-mode BN cancels
-// any shift); the stored values are fp32 round-off, so only the absolute floor applies.
-const std::set<std::string> kStructurallyZero = {"model.9.cv1.bn.bias",
-                                                 "model.10.m.0.attn.pe.bn.bias",
-                                                 "model.10.m.0.attn.proj.bn.bias",
-                                                 "model.10.m.0.ffn.1.bn.bias",
-                                                 "model.22.m.0.1.attn.pe.bn.bias",
-                                                 "model.22.m.0.1.attn.proj.bn.bias",
-                                                 "model.22.m.0.1.ffn.1.bn.bias"};
+// BN biases whose true gradient is exactly 0 (a later train-mode BN cancels any shift), as the
+// generator found them by a float64 replay (metadata structurally_zero_grads): the stored fp32
+// values are round-off, so only the absolute floor applies to them.
+std::set<std::string> structurally_zero(const model::SafetensorsFile& loss_file) {
+  std::set<std::string> names;
+  for (const auto& row : nlohmann::json::parse(loss_file.metadata.at("structurally_zero_grads")))
+    names.insert(row[0].get<std::string>());
+  return names;
+}
 
 struct Case {
   std::string name, arch;
@@ -92,6 +93,7 @@ void check_gradients(model::YoloModelImpl& net, const model::SafetensorsFile& re
     double margin;
     std::string text;
   };
+  const auto zero_names = structurally_zero(ref);
   std::vector<Miss> misses;
   double worst_ratio = 0;
   int64_t compared = 0;
@@ -108,7 +110,7 @@ void check_gradients(model::YoloModelImpl& net, const model::SafetensorsFile& re
     const auto g =
         grad.defined() ? grad.to(torch::kFloat64) : torch::zeros_like(info.param, torch::kFloat64);
     const double our_l2 = g.norm().item<double>(), our_sum = g.sum().item<double>();
-    const bool zero = kStructurallyZero.count(info.name) > 0;
+    const bool zero = zero_names.count(info.name) > 0;
     const double l2_bound = (zero ? 0 : kGradRel * ref_l2) + kGradAbs;
     const double sum_bound = (zero ? 0 : kGradRel * abs_sum[i].item<double>()) + kGradAbs;
     const double l2_margin = std::abs(our_l2 - ref_l2) / l2_bound;
@@ -184,4 +186,16 @@ TEST_CASE("yolo26n-pose E2E pose loss with RLE matches the reference", "[parity]
 
 TEST_CASE("yolo11n detection loss with DFL matches the reference", "[parity][loss]") {
   check_case({"yolo11n", "models/yolo11.yaml", 80, false});
+}
+
+TEST_CASE("yolo11n-pose pose loss matches the reference", "[parity][loss]") {
+  check_case({"yolo11n-pose", "models/yolo11-pose.yaml", 1, false});
+}
+
+TEST_CASE("yolov8n detection loss with DFL matches the reference", "[parity][loss]") {
+  check_case({"yolov8n", "models/yolov8.yaml", 80, false});
+}
+
+TEST_CASE("yolov8n-pose pose loss matches the reference", "[parity][loss]") {
+  check_case({"yolov8n-pose", "models/yolov8-pose.yaml", 1, false});
 }
