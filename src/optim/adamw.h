@@ -1,7 +1,8 @@
 // AdamW with named groups and state by parameter name, operation for operation like
 // torch::optim::AdamW (decoupled decay p *= 1 - lr * wd, bias-corrected moments, no amsgrad);
-// the reference trainer picks it for short runs under optimizer=auto. Beta1 is the group's
-// "momentum", so warmup ramps it as the reference's scheduler does.
+// the reference trainer picks it for short runs under optimizer=auto. Beta1 is what
+// momentum() reports; warmup leaves it alone, as the reference's does (its Adam groups have
+// betas, not the "momentum" key its warmup ramps).
 #pragma once
 
 #include <torch/torch.h>
@@ -51,6 +52,7 @@ class AdamW : public GroupedOptimizer<AdamWGroupState> {
 
   double momentum(size_t group) const override { return groups_.at(group).options.beta1; }
   void set_momentum(size_t group, double m) override { groups_.at(group).options.beta1 = m; }
+  bool warmup_ramps_momentum() const override { return false; }
 
   OptimizerSnapshot snapshot() const override;
   void restore(const OptimizerSnapshot& snapshot) override;

@@ -23,6 +23,23 @@ double muon_scale(at::IntArrayRef shape) {
   return std::pow(std::max(1.0, ratio), 0.5);
 }
 
+// The orthogonalised update in the gradient's dtype, scaled there (Ultralytics 8.4.190 casts
+// Newton-Schulz's bf16 result before scaling; 8.4.41 scaled in bf16).
+torch::Tensor scaled_update(torch::Tensor ortho, at::IntArrayRef shape, torch::ScalarType dtype) {
+  ortho = ortho.to(dtype);
+  const double scale = muon_scale(shape);
+  if (scale != 1.0) ortho.mul_(scale);  // the reference multiplies by 1.0 too: an exact no-op
+  return ortho;
+}
+
+// Muon's momentum in 8.4.190's two foreach steps (m = m * beta, then m += (1 - beta) * g; the
+// Nesterov update likewise from m), not 8.4.41's lerp: the same ATen ops, so the same bits.
+torch::Tensor momentum_step(const torch::Tensor& grad, torch::Tensor& buffer, double beta,
+                            bool nesterov) {
+  buffer.mul_(beta).add_(grad, 1.0 - beta);
+  return nesterov ? buffer.mul(beta).add_(grad, 1.0 - beta) : buffer;
+}
+
 const void* data_of(const torch::Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
 
 torch::Tensor cpu_copy(const torch::Tensor& t) { return t.detach().to(torch::kCPU).clone(); }
@@ -31,13 +48,12 @@ torch::Tensor cpu_copy(const torch::Tensor& t) { return t.detach().to(torch::kCP
 
 namespace {
 
-// The momentum half of muon_update: the buffer's lerp in place, then the update to
+// The momentum half of muon_update: the buffer updated in place, then the update to
 // orthogonalise as [rows, rest].
 torch::Tensor muon_momentum_update(const torch::Tensor& grad, const torch::Tensor& momentum,
                                    double beta, bool nesterov) {
-  auto buffer = momentum;  // in place, as the reference's momentum.lerp_
-  buffer.lerp_(grad, 1.0 - beta);
-  const auto update = nesterov ? grad.lerp(buffer, beta) : buffer;  // [rows, ...]
+  auto buffer = momentum;  // in place, as the reference's foreach ops
+  const auto update = momentum_step(grad, buffer, beta, nesterov);  // [rows, ...]
   return update.reshape({update.size(0), -1});
 }
 
@@ -46,10 +62,8 @@ torch::Tensor muon_momentum_update(const torch::Tensor& grad, const torch::Tenso
 torch::Tensor muon_update(const torch::Tensor& grad, const torch::Tensor& momentum, double beta,
                           bool nesterov, torch::ScalarType ns_dtype) {
   TORCH_CHECK(grad.dim() >= 2, "muon_update takes a matrix or conv weight, got ", grad.sizes());
-  auto out = newton_schulz(muon_momentum_update(grad, momentum, beta, nesterov), ns_dtype);
-  const double scale = muon_scale(grad.sizes());
-  if (scale != 1.0) out.mul_(scale);  // the reference multiplies by 1.0 too: an exact no-op
-  return out;                         // [rows, rest]
+  const auto out = newton_schulz(muon_momentum_update(grad, momentum, beta, nesterov), ns_dtype);
+  return scaled_update(out, grad.sizes(), grad.scalar_type());  // [rows, rest]
 }
 
 MuSGD::MuSGD(std::vector<MuSGDGroup> groups, MuSGDSettings settings)
@@ -198,9 +212,9 @@ void MuSGD::step() {
     if (!updates[nb + i].defined()) continue;
     auto& group = groups_[singles_[i].first];
     auto& slot = group.slots[singles_[i].second];
-    auto ortho = orthos[nb + i][0];  // [rows, rest], as newton_schulz returns it
-    const double scale = muon_scale(slot.param.sizes());
-    if (scale != 1.0) ortho.mul_(scale);
+    // [rows, rest], as newton_schulz returns it
+    const auto ortho =
+        scaled_update(orthos[nb + i][0], slot.param.sizes(), slot.param.grad().scalar_type());
     apply_matrix(group.options, slot, ortho);
   }
   for (auto& group : groups_) {
@@ -235,12 +249,11 @@ void MuSGD::apply_matrix(const MuSGDOptions& o, Slot& slot, const torch::Tensor&
   p.add_(v, -(o.lr * o.w_sgd));
 }
 
-// The Muon momentum of step_matrix on a [k, ...] stack: the buffer's lerp in place and the
+// The Muon momentum of step_matrix on a [k, ...] stack: the buffer updated in place and the
 // update to orthogonalise, as [k, rows, rest].
 torch::Tensor MuSGD::muon_momentum(const MuSGDOptions& o, Bucket& bucket) {
   const auto& grad = bucket.grads;  // [k, ...shape]
-  bucket.muon_buffer.lerp_(grad, 1.0 - o.momentum);
-  const auto update = o.nesterov ? grad.lerp(bucket.muon_buffer, o.momentum) : bucket.muon_buffer;
+  const auto update = momentum_step(grad, bucket.muon_buffer, o.momentum, o.nesterov);
   return update.view({grad.size(0), grad.size(1), -1});
 }
 
@@ -248,8 +261,7 @@ torch::Tensor MuSGD::muon_momentum(const MuSGDOptions& o, Bucket& bucket) {
 // op per formula term.
 void MuSGD::step_bucket(const MuSGDOptions& o, Bucket& bucket, torch::Tensor ortho) {
   const auto& grad = bucket.grads;  // [k, ...shape]
-  const double scale = muon_scale(grad.sizes().slice(1));
-  if (scale != 1.0) ortho.mul_(scale);
+  ortho = scaled_update(std::move(ortho), grad.sizes().slice(1), grad.scalar_type());
   auto& p = bucket.params;
   p.view(ortho.sizes()).add_(ortho, -(o.lr * o.w_muon));
   const auto g = o.weight_decay != 0 ? grad.add(p, o.weight_decay) : grad;

@@ -45,9 +45,10 @@ struct MuSGDSettings {
   std::string kind = "musgd";                     // reported by kind(); "sgd" for plain SGD
 };
 
-// The reference's muon_update for one parameter: momentum.lerp_(grad, 1 - beta) in place, the
-// update (nesterov: grad.lerp(momentum, beta)) orthogonalised on its (rows, rest) view, times
-// sqrt(max(1, size(-2) / size(-1))). Returns [rows, rest] in `ns_dtype`.
+// The reference's muon_update (8.4.190) for one parameter: momentum = momentum * beta +
+// (1 - beta) * grad in place, the update (nesterov: momentum * beta + (1 - beta) * grad)
+// orthogonalised on its (rows, rest) view, cast to the gradient's dtype and times
+// sqrt(max(1, size(-2) / size(-1))). Returns [rows, rest] in the gradient's dtype.
 torch::Tensor muon_update(const torch::Tensor& grad, const torch::Tensor& momentum, double beta,
                           bool nesterov, torch::ScalarType ns_dtype);
 

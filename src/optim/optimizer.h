@@ -39,6 +39,9 @@ class Optimizer {
   // SGD momentum / Muon beta / Adam beta1: one value drives every branch of the group.
   virtual double momentum(size_t group) const = 0;
   virtual void set_momentum(size_t group, double momentum) = 0;
+  // Whether warmup ramps momentum: the reference ramps a group's "momentum" key, which SGD and
+  // MuSGD groups have and Adam-type groups (betas) do not.
+  virtual bool warmup_ramps_momentum() const { return true; }
 
   // Copies of the state (CPU tensors) and its restoration into this optimizer's own storage.
   // Loading checks the kind and every name and shape, throwing ModelError naming the first

@@ -26,7 +26,7 @@ StepResult TrainStep::run(const data::Batch& batch, int64_t epoch, int64_t iter,
   optim::Optimizer& optimizer = *parts_.optimizer;
   for (size_t g = 0; g < optimizer.num_groups(); ++g) {
     optimizer.set_lr(g, hyper.lr[g] * lr_scale);
-    optimizer.set_momentum(g, hyper.momentum);
+    if (optimizer.warmup_ramps_momentum()) optimizer.set_momentum(g, hyper.momentum);
   }
   const torch::Device& device = options_.device;
   const torch::Tensor images =  // [B, 3, H, W] float in [0, 1]
