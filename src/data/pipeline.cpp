@@ -95,7 +95,7 @@ Sample ImageSource::load(int64_t index) {
 
 namespace {
 
-// Mosaic (or letterbox) + random perspective: the reference's pre_transform.
+// Mosaic (or the loaded image) + random perspective: the reference's pre_transform.
 Sample geometric_stage(ImageSource& source, const TrainChainOptions& o, bool mosaic,
                        const std::vector<int64_t>& order, size_t position, Rng& rng,
                        const std::function<void(double ChainTimes::*)>& lap) {
@@ -117,11 +117,13 @@ Sample geometric_stage(ImageSource& source, const TrainChainOptions& o, bool mos
     lap(&ChainTimes::place);
     return mosaic_warp({&tiles[0], &tiles[1], &tiles[2], &tiles[3]}, s, xc, yc, draw);
   }
+  // Without mosaic, Ultralytics 8.4.190 warps the image as loaded (long side s) straight into
+  // s x s, centred on its own centre (-w/2, -h/2: half a pixel for an odd side), where 8.4.41
+  // letterboxed it to s x s first (whole-pixel pads).
   Sample sample = source.load(index);
   lap(&ChainTimes::load);
   const cv::Mat loaded = sample.image;
-  letterbox(sample, {s, s, true, true, kPadGrey});
-  const AffineDraw draw = draw_affine(rng, aug, s, s, s, s);
+  const AffineDraw draw = draw_affine(rng, aug, loaded.cols, loaded.rows, s, s);
   lap(&ChainTimes::place);
   warp_sample(sample, draw, s, s);
   own_image(sample, loaded);

@@ -21,7 +21,7 @@ struct AffineDraw {
 };
 
 // Draws M for an input of in_w x in_h placed into an output of out_w x out_h (a mosaic canvas
-// 2s x 2s into s x s, or s x s into s x s).
+// 2s x 2s into s x s, or a loaded image with long side s into s x s).
 AffineDraw draw_affine(Rng& rng, const config::AugmentOptions& options, int in_w, int in_h,
                        int out_w, int out_h);
 

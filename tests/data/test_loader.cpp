@@ -13,6 +13,7 @@
 #include "common/errors.h"
 #include "data/coco_records.h"
 #include "data/dataset.h"
+#include "data/decode.h"
 #include "data/loader.h"
 #include "data/synth.h"
 #include "test_support.h"
@@ -152,7 +153,7 @@ TEST_CASE("ranks see disjoint shards of the shuffled order", "[unit][data][loade
 // val.rect=false: square imgsz batches in record order whose pixels are the training chain's
 // without augmentation (mosaic, warp, HSV and flip all off) up to the resize filter: the
 // geometry an overfit check needs.
-TEST_CASE("square val batches reproduce the un-augmented training letterbox",
+TEST_CASE("square val batches reproduce the un-augmented training placement",
           "[unit][data][loader]") {
   Fixture f;
   const auto records = load_records(f.detect, "val").images;
@@ -165,7 +166,7 @@ TEST_CASE("square val batches reproduce the un-augmented training letterbox",
   std::map<std::string, torch::Tensor> train_pixels;
   for (const auto& b : epoch_batches(train, 0))
     for (size_t j = 0; j < b.files.size(); ++j) train_pixels[b.files[j]] = b.images[int64_t(j)];
-  size_t position = 0;
+  size_t position = 0, whole_pixel = 0;
   for (const auto& b : epoch_batches(val, 0)) {
     CHECK(b.images.size(2) == 128);
     CHECK(b.images.size(3) == 128);
@@ -174,13 +175,25 @@ TEST_CASE("square val batches reproduce the un-augmented training letterbox",
       const auto diff =
           (b.images[int64_t(j)].to(torch::kFloat) - train_pixels.at(b.files[j]).to(torch::kFloat))
               .abs();
-      // Same placement; the pixels differ only by the resize filter (the reference shrinks val
-      // images with INTER_AREA and training ones with INTER_LINEAR), a few levels at edges.
-      // A one-pixel shift of a shape's edge would give differences near 255.
-      INFO(b.files[j] << ": max |val - train| " << diff.max().item<float>() << ", mean "
-                      << diff.mean().item<float>());
-      CHECK(diff.max().item<float>() <= 8);
-      CHECK(diff.mean().item<float>() < 0.5);
+      // Training without mosaic warps the loaded image from its own centre (Ultralytics
+      // 8.4.190), validation letterboxes it with whole-pixel pads: the same placement when the
+      // padding is even on both axes, where the pixels differ only by the resize filter (the
+      // reference shrinks val images with INTER_AREA and training ones with INTER_LINEAR), a
+      // few levels at edges; half a pixel apart otherwise (an edge blends halfway, never a
+      // whole-pixel shift's ~255).
+      const auto r = records[position];
+      const auto loaded = resized_size(r.width, r.height, 128);
+      const bool even = (128 - loaded.width) % 2 == 0 && (128 - loaded.height) % 2 == 0;
+      INFO(b.files[j] << " (" << loaded.width << "x" << loaded.height << "): max |val - train| "
+                      << diff.max().item<float>() << ", mean " << diff.mean().item<float>());
+      if (even) {
+        ++whole_pixel;
+        CHECK(diff.max().item<float>() <= 8);
+        CHECK(diff.mean().item<float>() < 0.5);
+      } else {
+        CHECK(diff.max().item<float>() <= 128 + 8);
+        CHECK(diff.mean().item<float>() < 4);
+      }
     }
   }
   CHECK(position == records.size());
