@@ -131,9 +131,12 @@ void check_robust(const model::HeadOptions& head) {
       CHECK(r.items[0].item<double>() == 0);
       CHECK(r.items[r.names.size() == 3 ? 2 : 4].item<double>() == 0);
       CHECK(r.items[r.names.size() == 3 ? 1 : 3].item<double>() > 0);  // cls pushes all down
-    } else {
+    } else if (head.kind != model::HeadKind::kPose26 || boxes.size(0) > 1) {
       CHECK(r.branches[0].fg_mask.any().item<bool>());
     }
+    // (YOLO26 pose assigns by keypoint OKS: for a 0.2 px^2 box every OKS underflows to 0, so all
+    // metrics tie at zero and whether a candidate is picked is top-k's tie order, in the
+    // reference as here; only finiteness is required then.)
     check_finite(r, leaves, flow);
   }
 }
