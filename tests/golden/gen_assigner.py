@@ -117,6 +117,7 @@ POSE_GTS = [  # per image: (xyxy px, keypoint rule, what it tests)
         ([0, 0, 64, 640], "kpts", "whole 64x640 image (sqrt 202 > 192): P5 only"),
         ([10, 200, 50, 260], "kpts", "40x60 (sqrt 49): P3+P4, inside gt 0 (levels disjoint from it)"),
         ([20, 500, 44, 530], "kpts", "24x30 (sqrt 26.8): P3 only, inside gt 0"),
+        ([13, 204, 53, 264], "dup1", "gt 1 moved by (3, 4) px, its keypoints + N(0, 2 px): anchors claimed by both"),
     ],
 ]
 
@@ -139,6 +140,12 @@ def pose_inputs(seed):
             box = torch.tensor(box, dtype=torch.float32)
             gt_bboxes[b, j], mask_gt[b, j] = box, 1.0
             # keypoints uniform inside the box; visibility 0 / 1 / 2 with p 0.2 / 0.3 / 0.5; v=0 points sit at (0, 0)
+            if rule.startswith("dup"):  # a near-duplicate of gt int(rule[3:]) of the same image
+                src = gt_kpts[b, int(rule[3:])]
+                v = src[:, 2].clone()
+                xy = (src[:, :2] + 2.0 * torch.randn(POSE_K, 2, generator=g)) * (v > 0)[:, None]
+                gt_kpts[b, j] = torch.cat((xy, v[:, None]), -1)
+                continue
             xy = box[:2] + (box[2:] - box[:2]) * torch.rand(POSE_K, 2, generator=g)
             u = torch.rand(POSE_K, generator=g)
             v = torch.where(u < 0.2, 0.0, torch.where(u < 0.5, 1.0, 2.0))
@@ -416,8 +423,9 @@ def generate(out_dir):
                      "pose.in.anc_strides [840] F32 (the stride of each anchor); pose.in.pd_scores [2,840,1] U(0.01,0.99); "
                      "pose.in.pd_bboxes [2,840,4] xyxy px (detect recipe; anchors within +-8 px of the no-keypoint gt "
                      "predict boxes centred on it, half-sizes x U(0.7,1.3)); pose.in.gt_labels [2,5,1] F32 (all 0); "
-                     "pose.in.gt_bboxes [2,5,4] xyxy px; pose.in.mask_gt [2,5,1] F32 (image 1 rows 3,4 padding); "
-                     "pose.in.gt_kpts [2,5,17,3] px + visibility (0/1/2, v=0 points at (0,0), padding rows 0); "
+                     "pose.in.gt_bboxes [2,5,4] xyxy px; pose.in.mask_gt [2,5,1] F32 (image 1 row 4 is padding); "
+                     "pose.in.gt_kpts [2,5,17,3] px + visibility (0/1/2 with p 0.2/0.3/0.5 per point, v=0 points at (0,0), "
+                     "padding rows 0; image 1 gt 3 copies gt 1's visibility, its points + N(0,2) px); "
                      "pose.in.pd_kpts [2,840,17,2] px (the decoded keypoints times stride, as PoseLoss26 passes them: "
                      "each anchor aims at one gt's keypoints with noise U(0.02,0.3)*sqrt(area)*N(0,1)); "
                      "pose.in.sigmas [17] F32 OKS_SIGMA; pose.in.stride [3]"),
