@@ -14,7 +14,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-GENERATORS = ["gen_models", "gen_assigner", "gen_musgd", "gen_augment", "gen_schedule", "gen_groups", "gen_census"]
+GENERATORS = ["gen_models", "gen_tal", "gen_musgd", "gen_augment", "gen_schedule", "gen_groups", "gen_census"]
 
 
 def main():

@@ -30,6 +30,24 @@ void check_equal(const std::string& name, const torch::Tensor& ours, const torch
   CHECK(where.size(0) == 0);
 }
 
+// The golden's outputs `prefix`.* against ours: masks, indices, labels and boxes exactly (boxes are
+// copies of gt rows), scores within rel 1e-5 + 1e-7 (the metric's 6th power over its maximum
+// amplifies fp32 rounding of the overlap).
+void check_outputs(const model::SafetensorsFile& golden, const std::string& prefix,
+                   const Assignment& out) {
+  check_equal(prefix + ".fg_mask", out.fg_mask, golden.at(prefix + ".fg_mask"));
+  check_equal(prefix + ".target_gt_idx", out.target_gt_idx, golden.at(prefix + ".target_gt_idx"));
+  check_equal(prefix + ".target_labels", out.target_labels, golden.at(prefix + ".target_labels"));
+  const auto boxes = test::check_close(prefix + ".target_bboxes", out.target_bboxes,
+                                       golden.at(prefix + ".target_bboxes"), 0.0);
+  INFO(boxes.details);
+  CHECK(boxes.ok);
+  const auto scores = test::check_close(prefix + ".target_scores", out.target_scores,
+                                        golden.at(prefix + ".target_scores"), 1e-5, 1e-7);
+  INFO(scores.details);
+  CHECK(scores.ok);
+}
+
 void check_variant(const model::SafetensorsFile& golden, const std::string& variant, int64_t topk,
                    int64_t topk2, AssignerOptions options = {}) {
   options.topk = topk;
@@ -38,19 +56,7 @@ void check_variant(const model::SafetensorsFile& golden, const std::string& vari
   const auto out = assign(options, golden.at("in.pd_scores"), golden.at("in.pd_bboxes"),
                           golden.at("in.anc_points"), golden.at("in.gt_labels"),
                           golden.at("in.gt_bboxes"), golden.at("in.mask_gt"));
-  check_equal(variant + ".fg_mask", out.fg_mask, golden.at(variant + ".fg_mask"));
-  check_equal(variant + ".target_gt_idx", out.target_gt_idx, golden.at(variant + ".target_gt_idx"));
-  check_equal(variant + ".target_labels", out.target_labels, golden.at(variant + ".target_labels"));
-  // Boxes are copies of gt rows: exact (golden README section 7).
-  const auto boxes = test::check_close(variant + ".target_bboxes", out.target_bboxes,
-                                       golden.at(variant + ".target_bboxes"), 0.0);
-  INFO(boxes.details);
-  CHECK(boxes.ok);
-  // Scores: README section 7 suggests rel 1e-5 + 1e-7 (CIoU^6 / max amplifies fp32 rounding).
-  const auto scores = test::check_close(variant + ".target_scores", out.target_scores,
-                                        golden.at(variant + ".target_scores"), 1e-5, 1e-7);
-  INFO(scores.details);
-  CHECK(scores.ok);
+  check_outputs(golden, variant, out);
 }
 
 // One image, 64 px, strides 8/16/32 (the golden layout): anchors in pixels [84, 2].
@@ -66,6 +72,29 @@ torch::Tensor anchors_64px() {
 }
 
 }  // namespace
+
+// PoseTaskAlignedAssigner (YOLO26 pose, 8.4.190) on a 640 px case built so that its rules
+// matter: gts that fit one level, two or three, a gt without visible keypoints (box IoU), and a
+// thin 620 x 16 box whose level gate leaves no candidate (the ungated fallback).
+TEST_CASE("pose assigner matches the reference PoseTaskAlignedAssigner",
+          "[parity][loss][assigner]") {
+  const auto golden = model::read_safetensors(test::golden("assigner.safetensors"));
+  AssignerOptions options;
+  options.topk = 10;
+  options.num_classes = 1;
+  const KeypointOverlap keypoints{golden.at("pose.in.pd_kpts"), golden.at("pose.in.gt_kpts"),
+                                  golden.at("pose.in.sigmas"), golden.at("pose.in.anc_strides")};
+  const auto out = assign(options, golden.at("pose.in.pd_scores"), golden.at("pose.in.pd_bboxes"),
+                          golden.at("pose.in.anc_points"), golden.at("pose.in.gt_labels"),
+                          golden.at("pose.in.gt_bboxes"), golden.at("pose.in.mask_gt"), &keypoints);
+  check_outputs(golden, "pose.out", out);
+  // Every gt, the fallback one included, has foreground.
+  const auto fg = out.fg_mask[0], idx = out.target_gt_idx[0];
+  for (int64_t g = 0; g < golden.at("pose.in.gt_bboxes").size(1); ++g) {
+    INFO("gt " << g);
+    CHECK(idx.index({fg}).eq(g).any().item<bool>());
+  }
+}
 
 TEST_CASE("assigner matches the reference TaskAlignedAssigner", "[parity][loss][assigner]") {
   const std::string path = test::golden("assigner.safetensors");

@@ -162,6 +162,11 @@ void check_forward(Parity& parity, YoloModelImpl& model, const Golden& golden, i
       check_decoded(parity, "eval.decoded_one2one", out.decoded, ref.at("eval.decoded_one2one"),
                     nc);
       check_topk(parity, out, ref);
+      // val.nms=true (8.4.190's validation default): the one-to-many branch as cx,cy,w,h for NMS.
+      const auto o2m = model.forward_eval(input, 300, /*one2one=*/false);
+      CHECK_FALSE(o2m.end2end);
+      check_decoded(parity, "eval.one2many_output", o2m.decoded, ref.at("eval.one2many_output"),
+                    nc);
     } else {
       check_decoded(parity, "eval.output", out.decoded, ref.at("eval.output"), nc);
     }
