@@ -12,6 +12,7 @@ import os
 import sys
 import time
 
+sys.dont_write_bytecode = True  # the generators live in the source tree: leave no __pycache__ there
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 GENERATORS = ["gen_models", "gen_tal", "gen_musgd", "gen_augment", "gen_schedule", "gen_groups", "gen_census"]
