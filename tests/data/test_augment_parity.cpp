@@ -4,6 +4,7 @@
 // and the same boxes kept.
 #include <torch/torch.h>
 
+#include <array>
 #include <catch2/catch.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/core/version.hpp>
@@ -11,6 +12,7 @@
 
 #include "data/hsv.h"
 #include "data/letterbox.h"
+#include "data/mosaic.h"
 #include "data/random_affine.h"
 #include "model/safetensors.h"
 #include "model/tensor_checks.h"
@@ -257,4 +259,56 @@ TEST_CASE("HSV tables and image with the reference's gains match 8.4.190",
     CHECK(torch::equal(ours, ref));
   else
     CHECK((ours.to(torch::kInt32) - ref.to(torch::kInt32)).abs().max().item<int>() <= 1);
+}
+
+// Mosaic placement of 8.4.190 (Mosaic(n=4) at imgsz 160, its drawn centre): every tile's
+// destination and source rectangle, the 320 x 320 canvas (a copy of pixels: exact) and the
+// labels after shifting, clipping and dropping empty boxes, from the same four loaded tiles.
+TEST_CASE("mosaic places tiles and labels as 8.4.190 does", "[parity][data][augment]") {
+  const auto golden = model::read_safetensors(test::golden("augment.safetensors"));
+  std::array<Sample, 4> tiles;
+  std::vector<int32_t> cls_in;
+  for (int k = 0; k < 4; ++k) {
+    const std::string t = "mosaic.tile" + std::to_string(k);
+    Sample& s = tiles[size_t(k)];
+    s.image = to_mat(golden.at(t + ".img"));
+    const torch::Tensor xywhn = golden.at(t + ".boxes_xywhn"), cls = golden.at(t + ".cls");
+    const float w = static_cast<float>(s.width()), h = static_cast<float>(s.height());
+    for (int64_t i = 0; i < xywhn.size(0); ++i) {
+      const float cx = xywhn[i][0].item<float>() * w, cy = xywhn[i][1].item<float>() * h;
+      const float bw = xywhn[i][2].item<float>() * w, bh = xywhn[i][3].item<float>() * h;
+      s.boxes_xyxy_px.push_back({cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2});
+      s.classes.push_back(static_cast<int32_t>(cls[i].item<float>()));
+    }
+  }
+  const torch::Tensor centre = golden.at("mosaic.center_yx");
+  const int yc = static_cast<int>(centre[0].item<int64_t>()),
+            xc = static_cast<int>(centre[1].item<int64_t>());
+  const std::array<const Sample*, 4> ptrs{&tiles[0], &tiles[1], &tiles[2], &tiles[3]};
+  const auto layout = mosaic_layout(ptrs, 160, xc, yc);
+  const torch::Tensor ref_layout = golden.at("mosaic.layout");  // [4, 10]
+  for (int k = 0; k < 4; ++k) {
+    INFO("tile " << k);
+    const auto& l = layout[size_t(k)];
+    const auto row = [&](int j) { return static_cast<int>(ref_layout[k][j].item<int64_t>()); };
+    CHECK(l.canvas.x == row(0));
+    CHECK(l.canvas.y == row(1));
+    CHECK(l.canvas.x + l.canvas.width == row(2));
+    CHECK(l.canvas.y + l.canvas.height == row(3));
+    CHECK(l.src_x == row(4));
+    CHECK(l.src_y == row(5));
+  }
+  const Sample canvas = mosaic4(ptrs, 160, xc, yc);
+  const torch::Tensor ref_img = golden.at("mosaic.output_img");
+  INFO(image_mismatch(to_tensor(canvas.image), ref_img));
+  CHECK(torch::equal(to_tensor(canvas.image), ref_img));
+  const torch::Tensor ref_cls = golden.at("mosaic.output_cls");
+  REQUIRE(canvas.size() == static_cast<size_t>(ref_cls.size(0)));
+  for (size_t i = 0; i < canvas.size(); ++i)
+    CHECK(canvas.classes[i] == static_cast<int32_t>(ref_cls[int64_t(i)].item<float>()));
+  // Box coordinates: xywhn -> px in another float32 operation order than the reference's.
+  const auto report = test::check_close("mosaic boxes", boxes_tensor(canvas),
+                                        golden.at("mosaic.output_boxes_xyxy_px"), 0, 1e-4);
+  INFO(report.details);
+  CHECK(report.ok);
 }
