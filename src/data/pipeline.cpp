@@ -93,6 +93,11 @@ Sample ImageSource::load(int64_t index) {
                   " on; check the image files (see the warnings above)");
 }
 
+PartnerWindow partner_window(size_t mosaic_window, size_t position, size_t count) {
+  const size_t size = mosaic_window == 0 ? count : std::min(mosaic_window, count);
+  return {position + 1 >= size ? position + 1 - size : 0, std::max<size_t>(size, 1)};
+}
+
 namespace {
 
 // Mosaic (or the loaded image) + random perspective: the reference's pre_transform.
@@ -107,10 +112,8 @@ Sample geometric_stage(ImageSource& source, const TrainChainOptions& o, bool mos
     tiles[0] = source.load(index);
     // W positions ending at this one, or the first W early in an epoch: the reference's buffer
     // is still filling there and repeats one image across the mosaic.
-    const size_t window =
-        o.mosaic_window == 0 ? order.size() : std::min(o.mosaic_window, order.size());
-    const size_t first = position + 1 >= window ? position + 1 - window : 0;
-    for (size_t t = 1; t < 4; ++t) tiles[t] = source.load(order[first + rng.below(window)]);
+    const PartnerWindow w = partner_window(o.mosaic_window, position, order.size());
+    for (size_t t = 1; t < 4; ++t) tiles[t] = source.load(order[w.first + rng.below(w.size)]);
     lap(&ChainTimes::load);
     const auto [xc, yc] = draw_mosaic_center(rng, s);
     const AffineDraw draw = draw_affine(rng, aug, 2 * s, 2 * s, s, s);
@@ -149,9 +152,8 @@ Sample make_train_sample(ImageSource& source, const TrainChainOptions& o, bool m
   // MixUp goes with mosaic (close_mosaic turns both off); the partner is another position of
   // the window with its own stream.
   if (mosaic && aug.mixup > 0 && rng.bernoulli(aug.mixup)) {
-    const size_t window = std::min(std::max<size_t>(o.mosaic_window, 1), order.size());
-    const size_t first = position + 1 >= window ? position + 1 - window : 0;
-    const size_t partner = first + rng.below(window);
+    const PartnerWindow w = partner_window(o.mosaic_window, position, order.size());
+    const size_t partner = w.first + rng.below(w.size);
     Rng partner_rng(o.seed, {kMixupStream, static_cast<uint64_t>(epoch), record});
     const Sample other = geometric_stage(source, o, mosaic, order, partner, partner_rng,
                                          [](double ChainTimes::*) {});

@@ -58,6 +58,15 @@ struct TrainChainOptions {
   size_t mosaic_window = 128;
 };
 
+// The epoch positions [first, first + size) that mosaic tiles and the MixUp partner of the sample
+// at `position` are drawn from: the `mosaic_window` positions ending at it (the first ones early
+// in an epoch), the whole epoch of `count` positions when `mosaic_window` is 0. One rule for both,
+// so MixUp never pairs an image with itself because the window was read as 1.
+struct PartnerWindow {
+  size_t first = 0, size = 1;
+};
+PartnerWindow partner_window(size_t mosaic_window, size_t position, size_t count);
+
 // CPU milliseconds of the calling thread per stage, summed over calls (`detrain bench loader`).
 struct ChainTimes {
   double load = 0, place = 0, warp = 0, hsv = 0, flip = 0;

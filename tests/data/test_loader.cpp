@@ -15,6 +15,7 @@
 #include "data/dataset.h"
 #include "data/decode.h"
 #include "data/loader.h"
+#include "data/pipeline.h"
 #include "data/synth.h"
 #include "test_support.h"
 
@@ -298,4 +299,22 @@ TEST_CASE("RAM cache and close_mosaic change the work, not the batches", "[unit]
   CHECK(mosaic_active(89, 100, 10));
   CHECK_FALSE(mosaic_active(90, 100, 10));
   CHECK(mosaic_active(5, 10, 0));
+}
+
+TEST_CASE("mosaic tiles and the MixUp partner come from one window rule", "[unit][data][loader]") {
+  // mosaic_window 0: the whole epoch, for mosaic and MixUp alike (MixUp used to read 0 as a
+  // window of 1, so every mixed image was mixed with itself).
+  const auto whole = partner_window(0, 5, 100);
+  CHECK(whole.first == 0);
+  CHECK(whole.size == 100);
+  // W positions ending at this one; the first W early in the epoch; never beyond the epoch.
+  const auto recent = partner_window(10, 50, 100);
+  CHECK(recent.first == 41);
+  CHECK(recent.size == 10);
+  const auto early = partner_window(10, 3, 100);
+  CHECK(early.first == 0);
+  CHECK(early.size == 10);
+  CHECK(partner_window(128, 99, 100).size == 100);
+  CHECK(partner_window(1, 7, 100).first == 7);  // a window of one is the image itself
+  CHECK(partner_window(0, 0, 0).size == 1);     // never an empty range to draw from
 }
