@@ -30,6 +30,7 @@ extern "C" void on_interrupt(int) { g_stop_requested.store(true); }
 
 struct TrainArgs {
   ConfigArgs config;
+  std::string data, model, weights;  // -d / -m / -w: data.dataset, model.arch, model.weights
   std::string resume;
   bool force = false;
   int nproc = 1;
@@ -88,9 +89,20 @@ std::function<void(const train::IterationInfo&)> fault_kill_hook(const std::stri
   };
 }
 
+// -d / -m / -w as the overrides they stand for, ahead of the section.key=value ones (which win).
+std::vector<std::string> overrides_of(const TrainArgs& args) {
+  std::vector<std::string> out;
+  if (!args.data.empty()) out.push_back("data.dataset=" + args.data);
+  if (!args.model.empty()) out.push_back("model.arch=" + args.model);
+  if (!args.weights.empty()) out.push_back("model.weights=" + args.weights);
+  out.insert(out.end(), args.config.overrides.begin(), args.config.overrides.end());
+  return out;
+}
+
 int run_train(const TrainArgs& args) {
   const char* world = std::getenv("WORLD_SIZE");
   if (args.nproc > 1 && !(world && *world)) return launch(args);
+  const auto overrides = overrides_of(args);
   train::TrainRequest request;
   request.resume = args.resume;
   request.force = args.force;
@@ -105,9 +117,9 @@ int run_train(const TrainArgs& args) {
       throw IoError(saved +
                     " does not exist; pass the run directory (runs/<name>) or its "
                     "weights/last.ckpt, or give --config");
-    request.config = config::resolve(saved, args.config.overrides);
+    request.config = config::resolve(saved, overrides);
   } else {
-    request.config = args.config.resolve();
+    request.config = config::resolve(args.config.config_file, overrides);
   }
   request.stop = &g_stop_requested;
   request.callbacks.should_stop = train::stop_after(args.max_iterations);
@@ -129,6 +141,11 @@ Command add_train_command(CLI::App& root) {
   auto* app = root.add_subcommand("train", "train a detector or pose model");
   auto args = std::make_shared<TrainArgs>();
   args->config.add_to(app);
+  app->add_option("--data,-d", args->data, "data-set descriptor (data.dataset)");
+  app->add_option("--model,-m", args->model,
+                  "architecture, e.g. yolo26n, yolo11s-pose or models/yolov8.yaml (model.arch)");
+  app->add_option("--weights,-w", args->weights,
+                  "initial weights: a checkpoint, run directory or safetensors (model.weights)");
   app->add_option("--resume", args->resume,
                   "continue a run (its directory or weights/last.ckpt) exactly where it stopped");
   app->add_flag("--force", args->force, "resume although the configuration changed");

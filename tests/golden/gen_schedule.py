@@ -6,39 +6,52 @@ images of 64x64 (one box each; PNG, so decoding is exact) and 8 validation image
 (nb = 10 iterations per epoch), workers 0, device cpu, amp off, plots off, val False (the trainer
 still validates after the final epoch). Callbacks record what the trainer does; nothing here
 computes a schedule itself. Trainer settings common to every case: nbs 64, batch 8, lr0 0.01,
-momentum 0.937, weight_decay 5e-4, warmup_momentum 0.8, warmup_bias_lr 0.1, lrf 0.01.
+momentum 0.937, weight_decay 5e-4, warmup_momentum 0.8, warmup_bias_lr 0.1, lrf 0.01, seed 0.
 
-| case | optimizer | epochs | warmup_epochs | close_mosaic | cos_lr |
-|---|---|---|---|---|---|
-| a | SGD | 3 | 3.0 | 1 | False |
-| b | SGD | 5 | 1.0 | 2 | True |
-| c | auto (8.4.190 picks AdamW, lr0 0.002, momentum 0.9, warmup_bias_lr 0 for this short run) | 3 | 3.0 | 1 | False |
+Cases (optimizer, epochs, warmup_epochs, close_mosaic, cos_lr):
+- a: SGD, 3, 3.0, 1, False.
+- b: SGD, 5, 1.0, 2, True.
+- c: auto, 3, 3.0, 1, False. 8.4.190 picks AdamW for this short run (iterations 6 <= 10000): lr0 0.002 =
+  round(0.002 * 5 / (4 + nc), 6), betas (0.9, 0.999), warmup_bias_lr 0.
+- d: SGD, 2, 3.0, 1, False, with batch 5 and fraction 0.1 (8 images, nb 2): accumulate round(64 / 5) = 13
+  is capped to nb * epochs = 4, while the weight decay keeps 13.
+- e: SGD, 2, 3.0, 2, False: mosaic is closed from epoch 0. The recorder makes the model raise "out of
+  memory" once at epoch 0, i 2, so the trainer takes its first-epoch retry: batch 8 -> 4, the loader is
+  rebuilt (mosaic on again), the close gate is re-armed and epoch 0 starts over.
 
-Tensors, per case `<c>` (iteration order = ni = i + nb * epoch; groups in optimizer order,
-their names in metadata `<c>.groups`):
+Tensors, per case `<c>`, one row per recorded iteration (for a-d ni = i + nb * epoch runs 0..iters-1;
+case e also holds the two iterations of the aborted pass). Groups in optimizer order, names in
+metadata `<c>.groups`:
+- `<c>.epoch`, `<c>.i` [iters] I64: the epoch and the batch index of the row.
 - `<c>.lr` [iters, groups] F64: param_group["lr"] at on_train_batch_end, i.e. the lr the
   optimizer step of that iteration used (if it stepped).
 - `<c>.momentum` [iters, groups] F64: param_group["momentum"] at on_train_batch_end; for Adam-type
-  groups (no "momentum" key, the trainer does not warm it up) betas[0] (metadata `<c>.momentum_key`).
+  groups (no "momentum" key, so the trainer does not warm it up) betas[0] (metadata `<c>.momentum_key`).
 - `<c>.accumulate` [iters] I64: trainer.accumulate at on_train_batch_end.
 - `<c>.stepped` [iters] BOOL: whether trainer.optimizer_step() ran in that iteration (the
   trainer's `ni - last_opt_step >= accumulate` rule; last_opt_step is a local of _do_train, so the
   recorder wraps optimizer_step instead).
-- `<c>.epoch_mosaic` [epochs] BOOL: train_loader.dataset.mosaic at the first batch of the epoch
-  (after the trainer's close_mosaic check ran for that epoch).
-- `<c>.epoch_mosaic_p` [epochs] F64: the probability of the Mosaic transform in the dataset's
-  transforms at that point (1.0 on, 0.0 after close_mosaic rebuilt them).
+- per epoch pass (a pass = one run of the batch loop; passes == epochs except in case e):
+  `<c>.pass_epoch` [passes] I64; `<c>.epoch_mosaic` [passes] BOOL: mosaic on at the first batch of the
+  pass (after the trainer's close_mosaic check ran; 8.4.190's YOLODataset has no `mosaic`
+  attribute, so this reads the Mosaic transform in dataset.transforms); `<c>.epoch_mosaic_p` [passes]
+  F64: that transform's p (1.0 on, 0.0 after close_mosaic rebuilt the transforms);
+  `<c>.pass_batch`, `<c>.pass_nb`, `<c>.pass_nw` [passes] I64: trainer.batch_size, len(train_loader),
+  trainer._get_warmup_iterations(nb); `<c>.pass_accumulate_start` [passes] I64: trainer.accumulate at
+  on_train_batch_start of i 0 (before that batch's warmup update).
 - `<c>.epoch_end_lr` [epochs, groups] F64: trainer.lr ({"lr/pg<k>": ...}) at on_train_epoch_end,
-  the values the trainer writes to results.csv (which rounds them to %.6g: metadata
+  the values the trainer writes to results.csv (which prints them with %.6g: metadata
   `<c>.results_csv_lr`).
 
 Metadata (JSON strings) per case: `<c>.settings` (every trainer override used), `<c>.nb`,
-`<c>.nw` (trainer._get_warmup_iterations(nb)), `<c>.iters`, `<c>.epochs`, `<c>.optimizer`
-(class name the trainer built), `<c>.args_after` (optimizer, lr0, momentum, warmup_bias_lr as the
-trainer left them in args), `<c>.groups` (list of {name, initial_lr, weight_decay, params,
-nesterov}), `<c>.weight_decay_scaled` (the decay given to build_optimizer: weight_decay * batch *
-accumulate / nbs, with the uncapped accumulate), `<c>.accumulate_nominal` (trainer.accumulate
-after _build_train_pipeline: max(round(nbs / batch), 1) capped at nb * epochs), `<c>.results_csv_lr`.
+`<c>.nw` (trainer._get_warmup_iterations(nb) at on_train_start), `<c>.iters`, `<c>.epochs`,
+`<c>.optimizer` (class name the trainer built), `<c>.args_after` (optimizer, lr0, momentum,
+warmup_bias_lr as the trainer left them in args), `<c>.groups` (list of {name, initial_lr,
+weight_decay, params, nesterov}), `<c>.momentum_key`, `<c>.weight_decay_scaled` (the decay of the
+weight group: weight_decay * batch * accumulate / nbs with the uncapped accumulate),
+`<c>.accumulate_nominal` (trainer.accumulate at on_train_start: max(round(nbs / batch), 1) capped at
+nb * epochs), `<c>.results_csv_lr`, `<c>.close_mosaic_calls` ([epoch, Mosaic p found] per call of
+trainer._close_dataloader_mosaic), `<c>.simulated_oom_at` ([epoch, i] or null).
 File-level: `dataset`, `model`, `recorded_at`.
 """
 
@@ -123,6 +136,7 @@ class Recorder:
         self.stepped = False
         self.start = {}
         self.oom_at = oom_at
+        self.close_events = []  # [epoch, Mosaic p before closing] per _close_dataloader_mosaic call
 
     def on_train_start(self, trainer):
         nb = len(trainer.train_loader)
@@ -149,6 +163,13 @@ class Recorder:
             step()
 
         trainer.optimizer_step = optimizer_step
+        close = trainer._close_dataloader_mosaic
+
+        def close_dataloader_mosaic():  # the Mosaic p it finds, i.e. whether the current loader had mosaic on
+            self.close_events.append([trainer.epoch, _mosaic_p(trainer)])
+            close()
+
+        trainer._close_dataloader_mosaic = close_dataloader_mosaic
 
     def on_train_epoch_start(self, trainer):
         self.i = 0
@@ -156,12 +177,9 @@ class Recorder:
 
     def on_train_batch_start(self, trainer):
         if self.i == 0:  # the close_mosaic check of this pass has run by now
-            from ultralytics.data.augment import Mosaic
-
-            ds = trainer.train_loader.dataset
-            ps = [t.p for t in _flat(ds.transforms) if isinstance(t, Mosaic)]
+            p = _mosaic_p(trainer)
             nb = len(trainer.train_loader)
-            self.passes.append((trainer.epoch, bool(ps) and ps[0] > 0, float(ps[0]) if ps else -1.0,
+            self.passes.append((trainer.epoch, p > 0, p,
                                 trainer.batch_size, nb, trainer._get_warmup_iterations(nb), trainer.accumulate))
         if self.oom_at == (trainer.epoch, self.i):
             self.oom_at = None
@@ -183,6 +201,13 @@ class Recorder:
 
     def on_train_epoch_end(self, trainer):
         self.epoch_end_lr.append([float(trainer.lr[f"lr/pg{k}"]) for k in range(len(trainer.lr))])
+
+
+def _mosaic_p(trainer):
+    from ultralytics.data.augment import Mosaic
+
+    ps = [t.p for t in _flat(trainer.train_loader.dataset.transforms) if isinstance(t, Mosaic)]
+    return float(ps[0]) if ps else -1.0
 
 
 def _flat(compose):
@@ -244,7 +269,7 @@ def generate(out_dir):
             tensors[f"{name}.pass_batch"] = torch.tensor([p[3] for p in rec.passes], dtype=torch.int64)
             tensors[f"{name}.pass_nb"] = torch.tensor([p[4] for p in rec.passes], dtype=torch.int64)
             tensors[f"{name}.pass_nw"] = torch.tensor([p[5] for p in rec.passes], dtype=torch.int64)
-            tensors[f"{name}.pass_accumulate_nominal"] = torch.tensor([p[6] for p in rec.passes], dtype=torch.int64)
+            tensors[f"{name}.pass_accumulate_start"] = torch.tensor([p[6] for p in rec.passes], dtype=torch.int64)
             nb = rec.start["nb"]
             if name not in OOM_AT:
                 assert [r[0] * nb + r[1] for r in rec.rows] == list(range(iters)), "iterations out of order"
@@ -263,6 +288,7 @@ def generate(out_dir):
                                                     if g["name"] in ("weight", "muon")),
                 f"{name}.accumulate_nominal": rec.start["accumulate_nominal"],
                 f"{name}.results_csv_lr": csv_lr,
+                f"{name}.close_mosaic_calls": rec.close_events,
                 f"{name}.simulated_oom_at": list(OOM_AT[name]) if name in OOM_AT else None,
             })
     meta = common.provenance(
