@@ -70,7 +70,8 @@ of decoding the JPEG. Every other input image that came from a JPEG is stored to
    [K,100,2] F32 (clipped to their box).
 
 Metadata: provenance, `source_image`, `letterbox`, `perspective`, `info` (JSON: per case ratio, pads,
-draws), `mosaic_seed`, `mosaic_files`, `hsv`, `segment2box_cases`, `changes_vs_8.4.41`.
+draws), `mosaic_seed`, `mosaic_files`, `hsv`, `segment2box_cases`, `segment2box_size_wh`,
+`polylabel_rows`, `changes_vs_8_4_41`.
 """
 
 import json
@@ -518,5 +519,13 @@ def generate(out_dir):
         segment2box_cases=list(SEG2BOX),
         segment2box_size_wh=[160, 120],
         polylabel_rows=[[c, p] for c, p in POLY_ROWS],
+        changes_vs_8_4_41=[
+            "mosaic off: no LetterBox before RandomPerspective; C = -(w/2, h/2) of the load_image result, size "
+            "(imgsz, imgsz): content moves by s*0.5 px when imgsz - h (or - w) is odd (perspective_nomosaic)",
+            "RandomPerspective takes size=(w,h) instead of border; mosaic_border label is gone; always warps",
+            "segment2box: clipped polygon extent (edge intersections, image corners inside the polygon) "
+            "instead of dropping points on or outside the border",
+            "Mosaic placement, LetterBox and RandomHSV arithmetic unchanged",
+        ],
     )
     common.write_safetensors(os.path.join(out_dir, "augment.safetensors"), t, meta)
