@@ -44,6 +44,18 @@ torch::Tensor boxes_tensor(const Sample& s) {
   return t;
 }
 
+// Appends normalised cx, cy, w, h rows [N, 4] as pixel boxes of `s`'s image, with their classes
+// (the row number when `cls` is undefined, to see which rows a warp keeps).
+void add_xywhn_boxes(Sample& s, const torch::Tensor& xywhn, const torch::Tensor& cls = {}) {
+  const float w = static_cast<float>(s.width()), h = static_cast<float>(s.height());
+  for (int64_t i = 0; i < xywhn.size(0); ++i) {
+    const float cx = xywhn[i][0].item<float>() * w, cy = xywhn[i][1].item<float>() * h;
+    const float bw = xywhn[i][2].item<float>() * w, bh = xywhn[i][3].item<float>() * h;
+    s.boxes_xyxy_px.push_back({cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2});
+    s.classes.push_back(static_cast<int32_t>(cls.defined() ? cls[i].item<float>() : i));
+  }
+}
+
 // Counts differing pixels and names the first few (row, col, channel: ours vs reference).
 std::string image_mismatch(const torch::Tensor& ours, const torch::Tensor& ref) {
   const auto diff = (ours.to(torch::kInt32) - ref.to(torch::kInt32)).abs();
@@ -209,13 +221,7 @@ TEST_CASE("without mosaic the loaded image is warped from its own centre as 8.4.
 
   Sample s;
   s.image = to_mat(input);
-  const torch::Tensor xywhn = golden.at(p + ".input_boxes_xywhn");
-  for (int64_t i = 0; i < xywhn.size(0); ++i) {
-    const float cx = xywhn[i][0].item<float>() * w, cy = xywhn[i][1].item<float>() * h;
-    const float bw = xywhn[i][2].item<float>() * w, bh = xywhn[i][3].item<float>() * h;
-    s.boxes_xyxy_px.push_back({cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2});
-    s.classes.push_back(static_cast<int32_t>(i));
-  }
+  add_xywhn_boxes(s, golden.at(p + ".input_boxes_xywhn"));
   AffineDraw draw;
   draw.matrix = m;
   draw.scale = golden.at(p + ".scale")[0].item<float>();
@@ -267,19 +273,11 @@ TEST_CASE("HSV tables and image with the reference's gains match 8.4.190",
 TEST_CASE("mosaic places tiles and labels as 8.4.190 does", "[parity][data][augment]") {
   const auto golden = model::read_safetensors(test::golden("augment.safetensors"));
   std::array<Sample, 4> tiles;
-  std::vector<int32_t> cls_in;
   for (int k = 0; k < 4; ++k) {
     const std::string t = "mosaic.tile" + std::to_string(k);
     Sample& s = tiles[size_t(k)];
     s.image = to_mat(golden.at(t + ".img"));
-    const torch::Tensor xywhn = golden.at(t + ".boxes_xywhn"), cls = golden.at(t + ".cls");
-    const float w = static_cast<float>(s.width()), h = static_cast<float>(s.height());
-    for (int64_t i = 0; i < xywhn.size(0); ++i) {
-      const float cx = xywhn[i][0].item<float>() * w, cy = xywhn[i][1].item<float>() * h;
-      const float bw = xywhn[i][2].item<float>() * w, bh = xywhn[i][3].item<float>() * h;
-      s.boxes_xyxy_px.push_back({cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2});
-      s.classes.push_back(static_cast<int32_t>(cls[i].item<float>()));
-    }
+    add_xywhn_boxes(s, golden.at(t + ".boxes_xywhn"), golden.at(t + ".cls"));
   }
   const torch::Tensor centre = golden.at("mosaic.center_yx");
   const int yc = static_cast<int>(centre[0].item<int64_t>()),
