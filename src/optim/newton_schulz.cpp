@@ -1,6 +1,7 @@
 // Newton-Schulz; see newton_schulz.h. Normalisation and orientation are ATen ops in the
-// reference's dtype; the five steps run in ns_workspace's kernel on the CPU and as the ATen
-// formula elsewhere ("c * A @ A" parses as (c * A) @ A, so it rounds c * A first).
+// reference's dtype; the five steps run in ns_workspace's kernel on the CPU and as the
+// reference's own ops elsewhere (Ultralytics 8.4.190: one baddbmm per line, B = b A + c A A and
+// X = a X + B X, each rounding once).
 #include "optim/newton_schulz.h"
 
 #include "optim/ns_workspace.h"
@@ -9,17 +10,18 @@ namespace detrain::optim {
 
 namespace {
 
-// The five steps as ATen ops on X [..., r, c] with r <= c, for devices with native bf16
-// matmuls (CUDA); each op rounds where the reference's does.
+// The five steps as the reference's ATen ops on X [..., r, c] with r <= c, for devices with
+// native bf16 matmuls (CUDA).
 torch::Tensor iterate_aten(torch::Tensor x) {
-  // mm / bmm directly: matmul adds expand and reshape calls around bmm for stacks.
-  const auto mm = [](const torch::Tensor& l, const torch::Tensor& r) {
-    return l.dim() == 2 ? l.mm(r) : l.bmm(r);
+  const bool stack = x.dim() == 3;
+  const auto fused = [&](const torch::Tensor& self, const torch::Tensor& l, const torch::Tensor& r,
+                         double beta, double alpha) {
+    return stack ? torch::baddbmm(self, l, r, beta, alpha) : torch::addmm(self, l, r, beta, alpha);
   };
   for (int step = 0; step < kNsSteps; ++step) {
-    const auto a = mm(x, x.transpose(-2, -1));  // [..., r, r]
-    const auto b = kNsB * a + mm(kNsC * a, a);
-    x = kNsA * x + mm(b, x);
+    const auto a = stack ? x.bmm(x.transpose(-2, -1)) : x.mm(x.t());  // [..., r, r]
+    const auto b = fused(a, a, a, kNsB, kNsC);                        // b A + c A A
+    x = fused(x, b, x, kNsA, 1.0);                                    // a X + B X
   }
   return x;
 }

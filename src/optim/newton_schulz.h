@@ -11,7 +11,7 @@
 
 namespace detrain::optim {
 
-// Fixed coefficients and step count of the reference (reference-yolo.md 2.1).
+// Fixed coefficients and step count of the reference (Ultralytics 8.4.190 optim/muon.py).
 constexpr double kNsA = 3.4445;
 constexpr double kNsB = -4.7750;
 constexpr double kNsC = 2.0315;
@@ -19,8 +19,8 @@ constexpr int kNsSteps = 5;
 constexpr double kNsEps = 1e-7;  // added to the Frobenius norm before dividing
 
 // `matrix` [r, c] -> [r, c] in `compute` dtype: X = m / (|m|_F + eps), then 5 steps of
-// A = X X^T, B = b A + (c A) A, X = a X + B X on the wide orientation (X^T when r > c). The
-// rounding points are the reference's; only the matmul accumulation differs (see above).
+// A = X X^T, B = b A + c A A, X = a X + B X on the wide orientation (X^T when r > c), each line
+// rounded once to `compute` as Ultralytics 8.4.190's baddbmm lines are (fp32 coefficients).
 torch::Tensor newton_schulz(const torch::Tensor& matrix, torch::ScalarType compute);
 
 // `stack` [k, r, c] -> [k, r, c]: the same iteration for each matrix, with its own norm. On the

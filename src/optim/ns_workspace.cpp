@@ -82,49 +82,46 @@ void for_lanes(int64_t n, F f) {
   for (; i < n; ++i) f(Tail{}, i);
 }
 
-// One step's elementwise work in the reference's order (ATen's bf16 binary ops compute in fp32
-// and round once, so each of them is R(op) here). `n_square` = r * r, `n_wide` = r * c.
-// After A = X X^T:       A <- R(A), T <- R(c A)
-// After M = T A (in b):  B <- R(R(b A) + R(M))
-// After Y = B X:         X <- R(R(a X) + R(Y))
+// One step's elementwise work in Ultralytics 8.4.190's order: A = X X^T rounds once; each
+// baddbmm line computes its products in fp32 and rounds once (fp32 coefficients; torch 2.x keeps
+// a Python scalar in fp32 for bf16 tensors). `n_square` = r * r, `n_wide` = r * c.
+// After A = X X^T:   A <- R(A)
+// After M = A A:     B <- R(b A + c M)
+// After Y = B X:     X <- R(a X + Y)
 template <class L, class Tail>
-void round_product(float* a, float* t, int64_t n_square, float c) {
-  for_lanes<L, Tail>(n_square, [&](auto l, int64_t i) {
-    using W = decltype(l);
-    const auto av = W::round(W::load(a + i));
-    W::store(a + i, av);
-    W::store(t + i, W::round(W::mul(W::set(c), av)));
-  });
-}
-
-// out <- R(R(coef * scaled) + R(out)): the B and the X updates.
-template <class L, class Tail>
-void combine(float* out, const float* scaled, int64_t n, float coef) {
+void round_in_place(float* v, int64_t n) {
   for_lanes<L, Tail>(n, [&](auto l, int64_t i) {
     using W = decltype(l);
-    const auto term = W::round(W::mul(W::set(coef), W::load(scaled + i)));
-    W::store(out + i, W::round(W::add(term, W::round(W::load(out + i)))));
+    W::store(v + i, W::round(W::load(v + i)));
+  });
+}
+
+// out <- R(coef_self * self + coef_out * out), one rounding (the B and X lines).
+template <class L, class Tail>
+void combine(float* out, const float* self, int64_t n, float coef_self, float coef_out) {
+  for_lanes<L, Tail>(n, [&](auto l, int64_t i) {
+    using W = decltype(l);
+    const auto scaled_self = W::mul(W::set(coef_self), W::load(self + i));
+    const auto scaled_out =
+        coef_out == 1.0f ? W::load(out + i) : W::mul(W::set(coef_out), W::load(out + i));
+    W::store(out + i, W::round(W::add(scaled_self, scaled_out)));
   });
 }
 
 template <class L, class Tail>
-void run_steps(const at::Tensor& x, const at::Tensor& xt, at::Tensor y, at::Tensor a,
-               const at::Tensor& t, at::Tensor b, const NsCoefficients& k) {
+void run_steps(const at::Tensor& x, const at::Tensor& xt, at::Tensor y, at::Tensor a, at::Tensor b,
+               const NsCoefficients& k) {
   const int64_t n_square = a.numel(), n_wide = x.numel();
   float *xp = x.data_ptr<float>(), *yp = y.data_ptr<float>();
-  float *ap = a.data_ptr<float>(), *tp = t.data_ptr<float>(), *bp = b.data_ptr<float>();
+  float *ap = a.data_ptr<float>(), *bp = b.data_ptr<float>();
   for (int step = 0; step < kNsSteps; ++step) {
     at::mm_out(a, x, xt);  // A = X X^T
-    round_product<L, Tail>(ap, tp, n_square, k.c);
-    at::mm_out(b, t, a);  // (c A) A
-    combine<L, Tail>(bp, ap, n_square, k.b);
-    at::mm_out(y, b, x);  // B X
-    // X <- R(R(a X) + R(Y)): combine with the roles of its two inputs swapped.
-    for_lanes<L, Tail>(n_wide, [&](auto l, int64_t i) {
-      using W = decltype(l);
-      const auto term = W::round(W::mul(W::set(k.a), W::load(xp + i)));
-      W::store(xp + i, W::round(W::add(term, W::round(W::load(yp + i)))));
-    });
+    round_in_place<L, Tail>(ap, n_square);
+    at::mm_out(b, a, a);  // M = A A
+    combine<L, Tail>(bp, ap, n_square, k.b, k.c);
+    at::mm_out(y, b, x);  // Y = B X
+    combine<L, Tail>(yp, xp, n_wide, k.a, 1.0f);
+    std::memcpy(xp, yp, static_cast<size_t>(n_wide) * sizeof(float));
   }
 }
 
@@ -133,11 +130,9 @@ void run_steps(const at::Tensor& x, const at::Tensor& xt, at::Tensor y, at::Tens
 NsCoefficients ns_coefficients(at::ScalarType compute) {
   TORCH_CHECK(compute == at::kFloat || compute == at::kBFloat16,
               "Newton-Schulz computes in fp32 or bf16, got ", compute);
-  const auto as_dtype = [&](double v) {
-    const auto f = static_cast<float>(v);
-    return compute == at::kBFloat16 ? static_cast<float>(c10::BFloat16(f)) : f;
-  };
-  return {as_dtype(kNsA), as_dtype(kNsB), as_dtype(kNsC), compute == at::kBFloat16};
+  // fp32 coefficients in both modes (8.4.190 on torch 2.x); bf16 mode rounds the results.
+  return {static_cast<float>(kNsA), static_cast<float>(kNsB), static_cast<float>(kNsC),
+          compute == at::kBFloat16};
 }
 
 NsWorkspace::NsWorkspace(int64_t count, int64_t rows, int64_t cols)
@@ -148,7 +143,6 @@ NsWorkspace::NsWorkspace(int64_t count, int64_t rows, int64_t cols)
   x_ = at::zeros({count, rows, cols}, f32);
   y_ = at::empty({count, rows, cols}, f32);
   a_ = at::empty({count, rows, rows}, f32);
-  t_ = at::empty({count, rows, rows}, f32);
   b_ = at::empty({count, rows, rows}, f32);
 }
 
@@ -169,12 +163,11 @@ void NsWorkspace::iterate(int64_t slice, const NsCoefficients& k) {
   const auto xt = at::from_blob(x.data_ptr(), {cols_, rows_}, {1, cols_}, f32);  // [c, r] view
   const auto y = view(y_, {rows_, cols_}, {cols_, 1});                           // [r, c]
   const auto a = view(a_, {rows_, rows_}, {rows_, 1});                           // [r, r]
-  const auto t = view(t_, {rows_, rows_}, {rows_, 1});                           // [r, r]
   const auto b = view(b_, {rows_, rows_}, {rows_, 1});                           // [r, r]
   if (k.round_bf16)
-    run_steps<Lanes<true>, ScalarLanes<true>>(x, xt, y, a, t, b, k);
+    run_steps<Lanes<true>, ScalarLanes<true>>(x, xt, y, a, b, k);
   else
-    run_steps<Lanes<false>, ScalarLanes<false>>(x, xt, y, a, t, b, k);
+    run_steps<Lanes<false>, ScalarLanes<false>>(x, xt, y, a, b, k);
 }
 
 void iterate_all(const std::vector<NsWorkspace*>& workspaces, const NsCoefficients& k) {

@@ -14,11 +14,12 @@ k = 1..3) for the subset; ns.{a..e}.input/output: zeropower_via_newtonschulz5 on
 momentum_in / update / momentum_out: muon_update(grad, momentum, beta 0.937, nesterov) on
 (64,2), (2,64), (16,8,3,3) (update stored as the [rows, rest] view).
 
-variant_f32acc.*: NOT the reference. The same NS cases and MuSGD steps (Muon parameters only)
-with Newton-Schulz done as detrain does it: on each parameter's exact shape (8.4.190 zero-pads
-matrices with the same column count into one batch), every matmul accumulated in fp32 and rounded
-once to bf16, the terms b*A + (c*A)@A and a*X + B@X rounded separately (8.4.190 fuses each in one
-baddbmm). Metadata `variant_vs_reference` says how far apart the two are.
+variant_f32acc.*: NOT the reference alone. The same NS cases and MuSGD steps (Muon parameters
+only) with 8.4.190's Newton-Schulz on each parameter's exact shape (8.4.190 zero-pads matrices
+with the same column count into one batch): every matmul accumulated in fp32 as one plain fp32
+product, each line (A = X X^T, B = b A + c A A, X = a X + B X) rounded once to bf16, fp32
+coefficients. Metadata `variant_vs_reference` says how far apart the two are (the reference's
+bf16 gemm sums long rows in another order).
 """
 
 import json
@@ -48,15 +49,14 @@ def emulated_ns(g):
 
     bf = torch.bfloat16
     r = lambda t: t.to(bf).float()  # noqa: E731  one rounding to bf16
-    k = lambda v: float(torch.tensor(v, dtype=torch.float32).to(bf))  # noqa: E731  the scalar in bf16
     x = g.to(bf)
     x = x / (x.norm() + NS_EPS)
     tall = g.size(0) > g.size(1)
     xf = (x.t().contiguous() if tall else x).float()
-    for _ in range(5):
+    for _ in range(5):  # fp32 products and coefficients, one rounding per line, as baddbmm
         a = r(xf @ xf.t())
-        b = r(r(k(NS_B) * a) + r(r(k(NS_C) * a) @ a))
-        xf = r(r(k(NS_A) * xf) + r(b @ xf))
+        b = r(NS_B * a + NS_C * (a @ a))
+        xf = r(NS_A * xf + b @ xf)
     out = xf.to(bf)
     return out.t() if tall else out
 

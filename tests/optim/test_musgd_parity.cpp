@@ -17,14 +17,17 @@ using namespace detrain::optim;
 
 namespace {
 
-// Golden README section 7. SGD-path params: rel 1e-6 (normally bit-exact).
+// SGD-path params: rel 1e-6 (normally bit-exact).
 constexpr double kSgdRel = 1e-6;
-// Muon params vs the reference's torch 1.13 CPU bf16: max |dp| <= 5e-4 and per tensor
-// ||d update|| / ||update|| <= 0.1 (other bf16 rounding points alone move them 3.3e-4 / 6.7 %).
-constexpr double kMuonAbs = 5e-4;
-constexpr double kMuonUpdateRel = 0.1;
-// Our bf16 matmuls accumulate in fp32, as the golden variant_f32acc does: max |dp| <= 5e-5 and
-// ||d update|| / ||update|| <= 2e-2 (fp32 vs fp64 accumulation alone: 1.6e-5 / 0.57 %).
+// Muon params vs Ultralytics 8.4.190 (torch 2.11 CPU): max |dp| <= 2e-4 and per tensor
+// ||d update|| / ||update|| <= 3e-2. Measured on an AMD EPYC: bf16 NS 3.5e-5 / 0.28 % (the
+// reference's bf16 gemm sums rows of 288 in another order than an fp32 product; shorter rows
+// are bit-identical), fp32 NS 7.9e-5 / 1.1 % (it skips the bf16 roundings).
+constexpr double kMuonAbs = 2e-4;
+constexpr double kMuonUpdateRel = 3e-2;
+// vs variant_f32acc, 8.4.190's Newton-Schulz per parameter with plain fp32 products (what ours
+// computes): max |dp| <= 5e-5 and ||d update|| / ||update|| <= 2e-2 (measured 0 / 0 here; room
+// for another BLAS's summation order).
 constexpr double kVariantAbs = 5e-5;
 constexpr double kVariantUpdateRel = 2e-2;
 

@@ -23,33 +23,29 @@ double rel_error(const torch::Tensor& ours, const torch::Tensor& ref) {
       .item<double>();
 }
 
-// Golden README section 7, NS cases: vs the reference (torch 1.13 CPU bf16 matmuls that
-// accumulate small products in bf16) ||diff|| / ||ref|| <= 0.1.
-constexpr double kNsVsReference = 0.1;
-// vs variant_f32acc (fp32-accumulated bf16 matmuls, which ours are): <= 2e-2.
+// NS cases vs Ultralytics 8.4.190 (torch 2.11 CPU): ||diff|| / ||ref|| <= 1e-2. Measured on an
+// AMD EPYC: 0 for (16,27), (80,9), (64,2), 1e-8 for (64,48), 3.3e-3 for (32,288) (its bf16 gemm
+// sums long rows in another order than one fp32 product; the flipped bf16 roundings carry).
+constexpr double kNsVsReference = 1e-2;
+// vs variant_f32acc (the same rounding points with one fp32 product per matmul, ours): <= 2e-2.
 constexpr double kNsVsVariant = 2e-2;
 
-// The five steps as one ATen op per formula term, bf16 products widened to fp32 for each
-// matmul and rounded back (the implementation before the CPU kernel): the kernel must give the
-// same bits. `x` [r, c] is normalised and wide.
-// The five steps as plain fp32 tensor arithmetic with every bf16 rounding spelled out, where
-// the reference's bf16 ops round (LibTorch 1.13, which made the goldens, rounds a scalar to
-// bf16 before a bf16 multiply and each op's fp32 result once). Written out so that it does not
-// depend on how a LibTorch version treats scalars: 2.x keeps them in fp32 for bf16 tensors.
+// The five steps as plain fp32 tensor arithmetic with every bf16 rounding spelled out where
+// Ultralytics 8.4.190's ops round: A = X X^T once, then each baddbmm line (b A + c A A and
+// a X + B X) once, with fp32 coefficients (torch 2.x keeps a Python scalar in fp32 for a bf16
+// tensor). The kernel must give the same bits. `x` [r, c] is normalised and wide.
 torch::Tensor aten_steps(torch::Tensor x) {
   const bool bf16 = x.scalar_type() == torch::kBFloat16;
-  const auto k = [&](double v) {
-    const auto f = static_cast<float>(v);
-    return bf16 ? static_cast<float>(c10::BFloat16(f)) : f;
-  };
   const auto r = [&](const torch::Tensor& t) {
     return bf16 ? t.to(torch::kBFloat16).to(torch::kFloat) : t;
   };
+  const float ka = static_cast<float>(kNsA), kb = static_cast<float>(kNsB),
+              kc = static_cast<float>(kNsC);
   auto xf = x.to(torch::kFloat);
   for (int step = 0; step < kNsSteps; ++step) {
     const auto a = r(xf.mm(xf.t()));
-    const auto b = r(r(k(kNsB) * a) + r(r(k(kNsC) * a).mm(a)));
-    xf = r(r(k(kNsA) * xf) + r(b.mm(xf)));
+    const auto b = r(kb * a + kc * a.mm(a));
+    xf = r(ka * xf + b.mm(xf));
   }
   return xf.to(x.scalar_type());
 }
