@@ -34,7 +34,7 @@ class NsWorkspace {
 
  private:
   int64_t count_, rows_, cols_;
-  at::Tensor x_, y_;      // [count, rows, cols]: X and the product B X
+  at::Tensor x_, y_;  // [count, rows, cols]: X and the product B X
   at::Tensor a_, b_;  // [count, rows, rows]: A = X X^T and B
 };
 

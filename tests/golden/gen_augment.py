@@ -191,6 +191,20 @@ def _perspective(img, boxes, seed, params, keypoints=None, segments=None, cls=No
     return out, got[0]
 
 
+
+def _store_warp(t, prefix, out, params, n):
+    """Stores a RandomPerspective result under `prefix` (M, scale, image, kept mask of the n input
+    rows, xyxy boxes) and returns the kept row numbers (carried in cls)."""
+    kept = out["cls"].reshape(-1).astype(np.int64)
+    t[f"{prefix}.M"] = params["M"].astype(np.float32)
+    t[f"{prefix}.scale"] = np.array([params["scale"]], dtype=np.float32)
+    t[f"{prefix}.output_img"] = out["img"]
+    t[f"{prefix}.kept"] = _kept_mask(kept, n)
+    out["instances"].convert_bbox("xyxy")
+    t[f"{prefix}.output_boxes_xyxy_px"] = out["instances"].bboxes.astype(np.float32)
+    return kept
+
+
 def _kept_mask(out_cls_rows, n):
     kept = np.zeros(n, dtype=bool)
     kept[out_cls_rows] = True
@@ -346,13 +360,7 @@ def _nomosaic(ds, t, info):
     t["perspective_nomosaic.input_cls"] = cls
     rows = np.arange(n, dtype=np.float32)
     out, p = _perspective(img, boxes, 3, PERSPECTIVE["default"], cls=rows, normalized=True, fmt="xywh")
-    kept_rows = out["cls"].reshape(-1).astype(np.int64)
-    t["perspective_nomosaic.M"] = p["M"].astype(np.float32)
-    t["perspective_nomosaic.scale"] = np.array([p["scale"]], dtype=np.float32)
-    t["perspective_nomosaic.output_img"] = out["img"]
-    t["perspective_nomosaic.kept"] = _kept_mask(kept_rows, n)
-    out["instances"].convert_bbox("xyxy")
-    t["perspective_nomosaic.output_boxes_xyxy_px"] = out["instances"].bboxes.astype(np.float32)
+    kept_rows = _store_warp(t, "perspective_nomosaic", out, p, n)
     t["perspective_nomosaic.output_cls"] = cls[kept_rows]
     # 8.4.41's order: LetterBox to 160x160 first, then the same warp and seed
     lb = LetterBox((160, 160))
@@ -362,13 +370,7 @@ def _nomosaic(ds, t, info):
     pin = padded["instances"]
     pin.convert_bbox("xyxy")
     out2, p2 = _perspective(padded["img"], pin.bboxes.copy(), 3, PERSPECTIVE["default"], cls=rows)
-    kept2 = out2["cls"].reshape(-1).astype(np.int64)
-    t["perspective_nomosaic.letterbox_first.M"] = p2["M"].astype(np.float32)
-    t["perspective_nomosaic.letterbox_first.scale"] = np.array([p2["scale"]], dtype=np.float32)
-    t["perspective_nomosaic.letterbox_first.output_img"] = out2["img"]
-    t["perspective_nomosaic.letterbox_first.kept"] = _kept_mask(kept2, n)
-    out2["instances"].convert_bbox("xyxy")
-    t["perspective_nomosaic.letterbox_first.output_boxes_xyxy_px"] = out2["instances"].bboxes.astype(np.float32)
+    kept2 = _store_warp(t, "perspective_nomosaic.letterbox_first", out2, p2, n)
     top = lbp[0]["top"]
     pad = np.array([[1, 0, lbp[0]["left"]], [0, 1, top], [0, 0, 1]], dtype=np.float64)
     m_raw = p2["M"].astype(np.float64) @ pad
