@@ -19,6 +19,7 @@ struct ModelOptions {
   std::string scale = "n";
   int64_t nc = 0;
   std::string weights;
+  int64_t cls_width = 0;
 
   template <class V>
   void visit(V& v) {
@@ -29,7 +30,12 @@ struct ModelOptions {
     v("nc", nc, "number of classes; 0 takes it from the data set",
       Constraint::range(0, kMaxClasses));
     v("weights", weights,
-      "initial weights: a safetensors state dict with reference names; empty for random init");
+      "initial weights: an Ultralytics .pt (architecture and class names from the file), a "
+      "detrain checkpoint or run directory, or a safetensors state dict; empty: random init");
+    v("cls_width", cls_width,
+      "width of the head's class towers; 0: the reference's rule max(P3 width, min(nc, 100)). "
+      "Fine-tuning a .pt to another class count keeps the file's width, as Ultralytics does",
+      Constraint::range(0, 4096));
   }
 };
 

@@ -275,6 +275,7 @@ struct Header {
   ArchInfo arch;
   std::array<int64_t, 2> kpt_shape{17, 3};
   bool has_kpt_shape = false;  // in the YAML or the options
+  int64_t cls_width = 0;       // BuildOptions::cls_width
 };
 
 // The top-level keys an architecture YAML may have; any other is a typo.
@@ -301,6 +302,7 @@ Header read_header(const YAML::Node& root, const std::string& path, const BuildO
                    const std::string& implied_scale) {
   check_keys(root, path);
   Header h;
+  h.cls_width = options.cls_width;
   ArchInfo& arch = h.arch;
   arch.path = path;
   arch.family = fs::path(path).stem().string();
@@ -423,6 +425,7 @@ Head make_head(const std::vector<Arg>& args, const Inputs& in, const Header& hea
   head.legacy = legacy;
   head.channels = in.channels;
   head.strides = in.strides;
+  head.cls_width = header.cls_width;
   std::vector<Arg> shown{Arg::integer(head.nc)};
   if (head.pose()) {
     if (!header.has_kpt_shape)

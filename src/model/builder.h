@@ -24,6 +24,7 @@ struct BuildOptions {
   std::string scale;                        // n/s/m/l/x; empty: the name's, else the first scale
   int64_t nc = 0;                           // 0: the YAML's nc
   std::optional<std::array<int64_t, 2>> kpt_shape;  // overrides the YAML's (pose heads)
+  int64_t cls_width = 0;                            // HeadOptions::cls_width
 };
 
 // The architecture after scale resolution.

@@ -133,7 +133,8 @@ void HeadImpl::make_towers(Branch& branch) {
   const auto& o = options_;
   const int64_t ch0 = o.channels[0];
   const int64_t box_width = std::max({int64_t{16}, ch0 / 4, o.reg_max * 4});
-  const int64_t cls_width = std::max(ch0, std::min<int64_t>(o.nc, 100));
+  const int64_t cls_width =
+      o.cls_width > 0 ? o.cls_width : std::max(ch0, std::min<int64_t>(o.nc, 100));
   branch.box = torch::nn::ModuleList();
   branch.cls = torch::nn::ModuleList();
   for (int64_t c : o.channels) {

@@ -111,6 +111,7 @@ BuildOptions build_options(const config::ModelOptions& options, int64_t dataset_
   build.scale = resolve_arch(options.arch).second.empty() ? options.scale : "";
   build.nc = options.nc > 0 ? options.nc : dataset_nc;
   build.kpt_shape = dataset_kpt_shape;
+  build.cls_width = options.cls_width;
   return build;
 }
 }  // namespace

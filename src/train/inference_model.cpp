@@ -10,6 +10,7 @@
 #include "model/state_dict.h"
 #include "train/checkpoint.h"
 #include "train/initial_weights.h"
+#include "weights/ultralytics_model.h"
 
 namespace detrain::train {
 
@@ -43,11 +44,22 @@ InferenceModel load_inference_model(const std::string& weights_or_run,
       fs::is_directory(weights_or_run) ? initial_weights_file(weights_or_run) : weights_or_run;
   if (!fs::exists(weights))
     throw IoError(weights +
-                  " does not exist; pass a checkpoint (runs/<name>/weights/best.ckpt) "
-                  "or a safetensors state dict");
+                  " does not exist; pass an Ultralytics .pt, a checkpoint "
+                  "(runs/<name>/weights/best.ckpt) or a safetensors state dict");
   InferenceModel r;
   r.source = weights;
-  if (fs::path(weights).extension() == ".safetensors") {
+  if (weights::is_ultralytics_pt(weights)) {
+    const weights::UltralyticsModelFile file = weights::read_ultralytics_pt(weights);
+    r.config = given;
+    config::apply_overrides(r.config, overrides);
+    const bool arch_given = r.config.origin["model.arch"] != "default";
+    const config::ModelOptions options =
+        weights::pt_model_options(file, r.config.experiment.model, arch_given);
+    config::apply_overrides(r.config, {"model.arch=" + options.arch, "model.scale=" + options.scale,
+                                       "model.weights=" + weights});
+    r.model = weights::model_from_pt(file, r.config.experiment.model);
+    if (!file.placeholder_names) r.names = file.names;
+  } else if (fs::path(weights).extension() == ".safetensors") {
     r.config = given;
     config::apply_overrides(r.config, overrides);
     config::ModelOptions options = r.config.experiment.model;

@@ -1,6 +1,7 @@
 // The model `detrain val` and `detrain predict` run: from a detrain checkpoint (its EMA
 // weights, as the trainer validates, else the raw model; its resolved config) or from a
-// safetensors state dict with reference names (architecture from the given config).
+// safetensors state dict with reference names (architecture from the given config), or from an
+// Ultralytics .pt (architecture, classes and names from the file; weights/ultralytics_pt.h).
 #pragma once
 
 #include <string>
@@ -15,6 +16,7 @@ struct InferenceModel {
   model::YoloModel model{nullptr};  // in eval mode, on the CPU
   config::ResolvedConfig config;    // the checkpoint's config (plus overrides), or `given`
   std::string source;               // the weights file
+  std::vector<std::string> names;   // class names the weights file carries (.pt), else empty
 };
 
 // `weights`: a checkpoint, a safetensors file or a run directory (its best.ckpt, else

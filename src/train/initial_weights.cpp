@@ -3,13 +3,16 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <filesystem>
+#include <regex>
 #include <set>
 
 #include "common/errors.h"
 #include "model/safetensors.h"
 #include "model/state_dict.h"
 #include "train/run_dir.h"
+#include "weights/ultralytics_model.h"
 
 namespace detrain::train {
 
@@ -129,12 +132,99 @@ InitialWeightsReport load_safetensors_weights(model::YoloModelImpl& model,
                    "; use weights of this architecture or set model.arch/model.scale to match");
 }
 
+std::string normalised_name(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  std::string out = s.substr(b, e - b);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool placeholder_names(const std::vector<std::string>& names) {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] != std::to_string(i)) return false;
+  return true;  // also an empty list: nothing to match on
+}
+
+// 8.4.190's _remap_cls_by_names: the class convs' rows (weight and bias of each cv3 /
+// one2one_cv3 tower's last conv, whose first dimension is this model's nc) copied from the
+// file's row of the same class name; the tensors so copied leave `tensors`, so the name-and-
+// shape copy after it does not overwrite them in the file's order.
+size_t remap_class_rows(model::YoloModelImpl& model, std::map<std::string, torch::Tensor>& tensors,
+                        const std::vector<std::string>& file_names,
+                        const std::vector<std::string>& names) {
+  if (placeholder_names(file_names) || placeholder_names(names)) return 0;
+  std::map<std::string, int64_t> file_index;
+  for (size_t i = 0; i < file_names.size(); ++i)
+    file_index.emplace(normalised_name(file_names[i]), static_cast<int64_t>(i));
+  std::vector<int64_t> dst, src;
+  bool identity = file_names.size() == names.size();
+  for (size_t k = 0; k < names.size(); ++k) {
+    const auto it = file_index.find(normalised_name(names[k]));
+    const int64_t from = it == file_index.end() ? -1 : it->second;
+    identity = identity && from == static_cast<int64_t>(k);
+    if (from >= 0) {
+      dst.push_back(static_cast<int64_t>(k));
+      src.push_back(from);
+    }
+  }
+  if (dst.empty() || identity) return 0;
+  const std::string head = "model." + std::to_string(model.rows().size() - 1) + ".";
+  const int64_t nc = static_cast<int64_t>(names.size());
+  const torch::Tensor dst_rows = torch::tensor(dst, torch::kLong);
+  const torch::Tensor src_rows = torch::tensor(src, torch::kLong);
+  torch::NoGradGuard no_grad;
+  size_t remapped = 0;
+  // A tower's plain last conv ("cv3.0.2.weight"); its hidden Conv blocks end in .conv/.bn and
+  // may have nc outputs too (a class width of 80 for 80 classes), so the name decides.
+  const std::regex class_conv(R"(\.(one2one_)?cv3\.\d+\.\d+\.(weight|bias)$)");
+  for (auto [name, target] : model::state_dict(model)) {
+    if (name.rfind(head, 0) != 0 || !std::regex_search(name, class_conv)) continue;
+    if (target.dim() == 0 || target.size(0) != nc) continue;
+    const auto it = tensors.find(name);
+    if (it == tensors.end() || it->second.sizes().slice(1) != target.sizes().slice(1)) continue;
+    target.index_copy_(
+        0, dst_rows,
+        it->second.index_select(0, src_rows).to(target.device(), target.scalar_type()));
+    tensors.erase(it);
+    ++remapped;
+  }
+  if (remapped)
+    spdlog::info("model.weights: remapped {}/{} class rows from the file by class name", dst.size(),
+                 nc);
+  return remapped;
+}
+
+// An Ultralytics .pt: its tensors by name and shape (intersect_dicts) after the remap by name.
+InitialWeightsReport load_pt_weights(model::YoloModelImpl& model,
+                                     const std::vector<std::string>& names,
+                                     InitialWeightsReport report) {
+  const weights::UltralyticsModelFile file = weights::read_ultralytics_pt(report.path);
+  std::map<std::string, torch::Tensor> tensors = weights::state_map(file);
+  report.remapped = remap_class_rows(model, tensors, file.names, names);
+  copy_matching(model, tensors, report);
+  report.loaded += report.remapped;
+  report.fresh -= std::min(report.fresh, report.remapped);
+  const size_t total = report.loaded + report.fresh;
+  if (report.loaded * 2 < total)
+    throw ModelError("model.weights=" + report.path + " holds " + weights::describe(file) +
+                     ", which shares only " + std::to_string(report.loaded) + " of " +
+                     std::to_string(total) + " tensors with " + model.arch().name() +
+                     "; set model.arch to the file's architecture (or leave it unset)");
+  spdlog::info("model.weights: transferred {}/{} items from {} ({})", report.loaded, total,
+               report.path, weights::describe(file));
+  return report;
+}
+
 }  // namespace
 
 InitialWeightsReport load_initial_weights(model::YoloModelImpl& model, const ArchIdentity& identity,
-                                          const std::string& weights) {
+                                          const std::string& weights,
+                                          const std::vector<std::string>& names) {
   InitialWeightsReport report;
   report.path = initial_weights_file(weights);
+  if (weights::is_ultralytics_pt(report.path)) return load_pt_weights(model, names, report);
   if (fs::path(report.path).extension() == ".safetensors")
     return load_safetensors_weights(model, identity, report);
   report.from_checkpoint = true;
@@ -159,6 +249,23 @@ InitialWeightsReport load_initial_weights(model::YoloModelImpl& model, const Arc
   spdlog::info("model.weights: {} weights of {} ({} tensors)", c.ema.empty() ? "raw model" : "EMA",
                report.path, report.loaded);
   return report;
+}
+
+void adopt_pt_architecture(config::ResolvedConfig& resolved) {
+  const std::string& path = resolved.experiment.model.weights;
+  if (path.empty() || !weights::is_ultralytics_pt(path)) return;
+  const weights::UltralyticsModelFile file = weights::read_ultralytics_pt(path);
+  const bool arch_given = resolved.origin["model.arch"] != "default";
+  const config::ModelOptions o =
+      weights::pt_model_options(file, resolved.experiment.model, arch_given);
+  // A given architecture must be the file's network (every tensor by name and shape at the
+  // file's class count), not merely share some layers with it.
+  if (arch_given) weights::model_from_pt(file, o);
+  std::vector<std::string> adopted{"model.arch=" + o.arch, "model.scale=" + o.scale};
+  if (!arch_given && resolved.experiment.model.cls_width == 0)
+    adopted.push_back("model.cls_width=" + std::to_string(weights::pt_cls_width(file)));
+  config::apply_overrides(resolved, adopted);
+  spdlog::info("model.weights: {} holds {}", path, weights::describe(file));
 }
 
 void require_resumable(const Checkpoint& checkpoint, const std::string& path) {

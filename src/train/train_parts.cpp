@@ -77,7 +77,7 @@ TrainParts build_parts(const config::Experiment& x, const TrainingData& data, Wo
   build.weights.clear();  // a checkpoint, a run directory or safetensors: loaded just below
   p.model = model::make_model(build, dataset.nc(), kpt_shape);
   if (!x.model.weights.empty())
-    load_initial_weights(*p.model, arch_identity(*p.model), x.model.weights);
+    load_initial_weights(*p.model, arch_identity(*p.model), x.model.weights, dataset.names);
   if (p.model->head()->options().pose() && !dataset.has_keypoints())
     throw DataError(x.data.dataset + ": the data set has no kpt_shape but " + x.model.arch +
                     " is a pose model; add kpt_shape, flip_idx and oks_sigmas to the descriptor "

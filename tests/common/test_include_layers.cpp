@@ -47,16 +47,19 @@ const std::vector<Layer>& layers() {
       {"loss", {"common", "compat", "config", "geometry", "model"}},
       {"optim", {"common", "compat", "config", "model"}},
       {"export", {"common", "compat", "config", "geometry", "model"}},
+      // Foreign weight files read as data: Ultralytics .pt (the pickle interpreter has no
+      // LibTorch; the archive and tensors do).
+      {"weights", {"common", "compat", "config", "model"}},
       {"train",
        {"common", "compat", "config", "geometry", "coco", "eval", "data", "model", "infer", "loss",
-        "optim"}},
+        "optim", "weights"}},
       // `detrain bench` kinds: measurements over the modules above, returned as reports.
       {"bench",
        {"common", "compat", "config", "geometry", "eval", "data", "model", "loss", "optim",
         "train"}},
       {"apps",
        {"common", "compat", "config", "geometry", "coco", "eval", "data", "model", "infer", "loss",
-        "optim", "export", "train", "bench"}},
+        "optim", "export", "weights", "train", "bench"}},
   };
   return table;
 }

@@ -1,0 +1,184 @@
+// Ultralytics .pt files read in C++ (weights/ultralytics_pt.h), against the reference's own
+// reading of the same files: the fixtures of tests/golden/pt_fixtures.py (ultralytics 8.4.190:
+// Model.save of random models, last.pt / best.pt after one training epoch on a YOLO copy of
+// coco-mini) with torch.load's state_dict and raw head outputs beside each. Then the bad files:
+// another program's pickle, a torchvision model, a bare state dict, a truncated archive, and a
+// fuzz pass over the pickle bytes.
+#include <caffe2/serialize/inline_container.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "common/errors.h"
+#include "model/safetensors.h"
+#include "model/state_dict.h"
+#include "model/tensor_checks.h"
+#include "test_support.h"
+#include "weights/pickle.h"
+#include "weights/ultralytics_model.h"
+#include "weights/ultralytics_pt.h"
+
+using namespace detrain;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Raw head outputs in eval mode: the same fp32 convolutions as the model parity tests
+// (tests/model/test_model_parity.cpp kTrainRel: measured <= 1.5e-5 x max|ref|; 1e-4 leaves
+// room for other kernels).
+constexpr double kRawRel = 1e-4;
+
+nlohmann::json manifest() {
+  std::ifstream in(test::golden("pt/MANIFEST.json"));
+  return nlohmann::json::parse(in);
+}
+
+config::ModelOptions no_options() { return config::ModelOptions{}; }
+
+}  // namespace
+
+TEST_CASE("every Ultralytics .pt fixture reads as the reference reads it",
+          "[parity][weights][pt]") {
+  const nlohmann::json files = manifest();
+  REQUIRE(files.size() >= 19);  // 7 random + 6 x (last, best)
+  for (const auto& [file, info] : files.items()) {
+    INFO(file);
+    const std::string path = test::golden("pt/" + file);
+    const weights::UltralyticsModelFile pt = weights::read_ultralytics_pt(path);
+    CHECK(pt.task == info["task"].get<std::string>());
+    CHECK(pt.nc == info["nc"].get<int64_t>());
+    CHECK(pt.names == info["names"].get<std::vector<std::string>>());
+    CHECK(pt.scale == info["scale"].get<std::string>());
+    // A finished run strips both last.pt and best.pt (model = the EMA, ema None), as Model.save
+    // writes model: every fixture's weights are its `model`.
+    CHECK(pt.weights_of == "model");
+    CHECK(pt.dtype == "float16");
+    if (file.find("trained") != std::string::npos) CHECK(pt.version == "8.4.190");
+
+    // Every tensor bit-identical to torch.load's (fp16 -> fp32 is exact).
+    const model::SafetensorsFile ref = model::read_safetensors(path + ".state.safetensors");
+    REQUIRE(pt.state.size() == ref.tensors.size());
+    for (const auto& [name, tensor] : pt.state) {
+      INFO(name);
+      const auto it = ref.tensors.find(name);
+      REQUIRE(it != ref.tensors.end());
+      REQUIRE(tensor.sizes() == it->second.sizes());
+      CHECK(torch::equal(tensor, it->second.to(tensor.scalar_type())));
+    }
+
+    // The architecture the file records builds the network its tensors fill, and it computes
+    // what the reference computes.
+    const config::ModelOptions options = weights::pt_model_options(pt, no_options(), false);
+    model::YoloModel m = weights::model_from_pt(pt, options);
+    m->eval();
+    // ... in state_dict() order (the safetensors header is sorted; detrain's order is Python's).
+    const auto ours = model::state_dict(*m);
+    REQUIRE(ours.size() == pt.state.size());
+    for (size_t i = 0; i < ours.size(); ++i) REQUIRE(ours[i].first == pt.state[i].first);
+    const model::SafetensorsFile fwd = model::read_safetensors(path + ".forward.safetensors");
+    torch::NoGradGuard no_grad;
+    const model::TrainOutput out = m->forward_train(fwd.tensors.at("input"));
+    auto compare = [&](const std::string& branch, const model::BranchOutput& b) {
+      const std::pair<const char*, torch::Tensor> parts[] = {
+          {"boxes", b.boxes}, {"scores", b.scores}, {"kpts", b.kpts}, {"kpts_sigma", b.kpts_sigma}};
+      for (const auto& [key, ours] : parts) {
+        const auto it = fwd.tensors.find(branch + "." + key);
+        if (it == fwd.tensors.end()) continue;
+        REQUIRE(ours.defined());
+        const auto report = test::check_close(branch + "." + key, ours, it->second, kRawRel);
+        INFO(report.details);
+        CHECK(report.ok);
+      }
+    };
+    compare("one2many", out.one2many);
+    if (fwd.tensors.count("one2one.scores")) compare("one2one", out.one2one);
+  }
+}
+
+TEST_CASE("an explicit model.arch must build the file's network", "[unit][weights][pt]") {
+  const weights::UltralyticsModelFile pt =
+      weights::read_ultralytics_pt(test::golden("pt/yolo11n-random.pt"));
+  config::ModelOptions given;
+  given.arch = "models/yolo26.yaml";
+  const config::ModelOptions o = weights::pt_model_options(pt, given, true);
+  try {
+    weights::model_from_pt(pt, o);
+    FAIL("a yolo11n file loaded into yolo26n");
+  } catch (const ModelError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("yolo11n") != std::string::npos);
+    CHECK(what.find("models/yolo26.yaml") != std::string::npos);
+  }
+  const config::ModelOptions adopted = weights::pt_model_options(pt, config::ModelOptions{}, false);
+  CHECK(adopted.arch == "models/yolo11.yaml");
+  CHECK(adopted.scale == "n");
+  CHECK(weights::pt_cls_width(pt) == 80);  // max(64, min(80, 100)) at yolo11n
+}
+
+TEST_CASE("bad .pt files get one clear error each", "[unit][weights][pt]") {
+  auto error_of = [](const std::string& file) -> std::string {
+    try {
+      weights::read_ultralytics_pt(test::golden("pt/" + file));
+    } catch (const ModelError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  CHECK_THAT(error_of("bad-unknown-class.pt"),
+             Catch::Contains("__main__.NotAModel") && Catch::Contains("not an Ultralytics model"));
+  CHECK_THAT(error_of("bad-torchvision.pt"),
+             Catch::Contains("torchvision.models.resnet.ResNet") && Catch::Contains("torchvision"));
+  CHECK_THAT(error_of("bad-state-dict.pt"), Catch::Contains("has no 'model' key"));
+  CHECK_THAT(error_of("bad-truncated.pt"), Catch::Contains("truncated or corrupt"));
+  CHECK_THROWS_AS(weights::read_ultralytics_pt("/nonexistent/best.pt"), IoError);
+}
+
+TEST_CASE("the pickle reader survives arbitrary bytes", "[unit][weights][pt][fuzz]") {
+  caffe2::serialize::PyTorchStreamReader archive(test::golden("pt/yolo26n-pose-random.pt"));
+  auto [data, size] = archive.getRecord("data.pkl");
+  const std::string good(static_cast<const char*>(data.get()), size);
+  const auto allow_all = [](const std::string&, const std::string&) { return true; };
+  REQUIRE(weights::read_pickle(good, allow_all).root != nullptr);
+  std::mt19937 rng(2026);
+  int parsed = 0, refused = 0;
+  for (int round = 0; round < 300; ++round) {
+    std::string bytes = good;
+    const int edits = 1 + static_cast<int>(rng() % 8);
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = rng() % bytes.size();
+      switch (rng() % 3) {
+        case 0:
+          bytes[at] = static_cast<char>(rng());
+          break;
+        case 1:
+          bytes.erase(at, 1 + rng() % 64);
+          break;
+        default:
+          bytes.resize(at);
+          break;
+      }
+      if (bytes.empty()) bytes = "\x80";
+    }
+    try {
+      weights::read_pickle(bytes, allow_all);
+      ++parsed;
+    } catch (const weights::PickleError&) {
+      ++refused;
+    }
+  }
+  for (int round = 0; round < 2000; ++round) {  // short random streams: every opcode path
+    std::string bytes(1 + rng() % 48, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng());
+    try {
+      weights::read_pickle(bytes, allow_all);
+      ++parsed;
+    } catch (const weights::PickleError&) {
+      ++refused;
+    }
+  }
+  CHECK(parsed + refused == 2300);
+  CHECK(refused > 0);
+}
