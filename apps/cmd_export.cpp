@@ -23,10 +23,10 @@ struct ExportArgs {
   bool dynamic = false, half = false;
 };
 
-std::string output_path(const ExportArgs& args) {
+std::string output_path(const ExportArgs& args, const std::string& weights) {
   if (!args.out.empty()) return args.out;
-  const std::string out = fs::path(args.weights).replace_extension("." + args.format).string();
-  if (out == args.weights)
+  const std::string out = fs::path(weights).replace_extension("." + args.format).string();
+  if (out == weights)
     throw Error(ExitCode::kUsage, "the default output " + out +
                                       " is the input file; pass -o FILE for the exported copy");
   return out;
@@ -49,9 +49,11 @@ int run_export(const ExportArgs& args) {
                 "--format " + args.format + " is not supported; use onnx or safetensors");
   if (args.format == "safetensors" && args.half)
     throw Error(ExitCode::kUsage, "--half applies to --format onnx only");
-  const std::string out = output_path(args);
+  std::vector<std::string> overrides = args.config.user_overrides();
+  const std::string weights = args.config.take_weights(overrides, args.weights);
+  const std::string out = output_path(args, weights);
   const config::ResolvedConfig given = config::resolve(args.config.config_file, {});
-  train::InferenceModel m = train::load_inference_model(args.weights, given, args.config.overrides);
+  train::InferenceModel m = train::load_inference_model(weights, given, overrides);
   if (args.format == "safetensors") {
     exporter::export_safetensors(*m.model, out);
     std::cout << "wrote " << out << " (" << m.model->arch().name()
@@ -67,7 +69,7 @@ int run_export(const ExportArgs& args) {
   o.opset = args.opset;
   o.max_det = x.val.max_det;
   exporter::check_onnx_options(*m.model, o);
-  o.names = class_names(x);
+  o.names = m.names.empty() ? class_names(x) : m.names;
   exporter::export_onnx(*m.model, o, out);
   std::cout << "wrote " << out << " (" << m.model->arch().name() << ", " << o.imgsz << "x"
             << o.imgsz << ", batch " << (o.dynamic ? "dynamic" : std::to_string(o.batch))
@@ -82,8 +84,8 @@ Command add_export_command(CLI::App& root) {
   auto args = std::make_shared<ExportArgs>();
   args->config.add_to(app);
   app->add_option("--weights,-w", args->weights,
-                  "checkpoint (.ckpt) or safetensors weights (architecture from --config)")
-      ->required();
+                  "Ultralytics .pt, checkpoint (.ckpt) or safetensors weights (architecture from "
+                  "--config; or model=FILE)");
   app->add_option("--format,-f", args->format, "onnx (default) or safetensors");
   app->add_option("--imgsz", args->imgsz,
                   "ONNX input height and width in px, fixed in the file (default: the config's "

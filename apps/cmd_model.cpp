@@ -18,6 +18,7 @@
 #include "model/yolo_model.h"
 #include "optim/musgd_census.h"
 #include "optim/param_roles.h"
+#include "weights/ultralytics_model.h"
 
 namespace detrain::cli {
 
@@ -73,14 +74,25 @@ int run_model(const ModelArgs& args) {
   compat::apply_runtime(resolved.experiment.runtime);
   torch::NoGradGuard no_grad;  // nothing here trains
 
-  model::BuildOptions build;
-  build.arch = options.arch;
-  build.scale = args.scale;
-  if (build.scale.empty() && model::resolve_arch(options.arch).second.empty())
-    build.scale = options.scale;
-  build.nc = options.nc;
-  model::YoloModel net(build);
-  if (!options.weights.empty()) model::load_weights(*net, options.weights);
+  model::YoloModel net{nullptr};
+  if (weights::is_ultralytics_pt(options.weights)) {
+    // The file's own architecture, classes and tensors (an explicit --arch must match it).
+    const weights::UltralyticsModelFile file = weights::read_ultralytics_pt(options.weights);
+    const bool arch_given = !args.arch.empty() || resolved.origin["model.arch"] != "default";
+    config::ModelOptions o = weights::pt_model_options(file, options, arch_given);
+    if (!args.scale.empty()) o.scale = args.scale;
+    options.arch = o.arch;
+    net = weights::model_from_pt(file, o);
+  } else {
+    model::BuildOptions build;
+    build.arch = options.arch;
+    build.scale = args.scale;
+    if (build.scale.empty() && model::resolve_arch(options.arch).second.empty())
+      build.scale = options.scale;
+    build.nc = options.nc;
+    net = model::YoloModel(build);
+    if (!options.weights.empty()) model::load_weights(*net, options.weights);
+  }
   if (args.fuse) net->fuse();
 
   const auto& arch = net->arch();
@@ -243,7 +255,9 @@ Command add_model_command(CLI::App& root) {
       ->check(CLI::Range(1, 100000));
   app->add_option("--imgsz", args->imgsz, "square input size for GFLOPs and anchors (default 640)")
       ->check(CLI::Range(32, 8192));
-  app->add_option("--weights,-w", args->weights, "load a safetensors state dict (strict, by name)");
+  app->add_option("--weights,-w", args->weights,
+                  "an Ultralytics .pt (its architecture) or a safetensors state dict (strict, by "
+                  "name)");
   app->add_flag("--census", args->census, "print the MuSGD parameter census");
   app->add_flag("--fuse", args->fuse,
                 "fold BN into convs and drop training-only branches (inference model)");

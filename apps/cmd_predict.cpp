@@ -25,7 +25,8 @@ struct PredictArgs {
 };
 
 int run_predict(const PredictArgs& args) {
-  std::vector<std::string> overrides = args.config.overrides;
+  std::vector<std::string> overrides = args.config.user_overrides();
+  const std::string weights = args.config.take_weights(overrides, args.weights);
   if (!args.data.empty()) overrides.push_back("data.dataset=" + args.data);
   // The Ultralytics flags are config keys underneath (shown in the config as overrides).
   if (args.conf >= 0) overrides.push_back("val.predict_conf=" + std::to_string(args.conf));
@@ -34,16 +35,24 @@ int run_predict(const PredictArgs& args) {
   train::PredictOptions options = args.options;
   options.draw = !args.no_draw;
   const config::ResolvedConfig given = config::resolve(args.config.config_file, {});
-  train::InferenceModel m = train::load_inference_model(args.weights, given, overrides);
+  train::InferenceModel m = train::load_inference_model(weights, given, overrides);
   const config::Experiment& x = m.config.experiment;
   compat::apply_runtime(x.runtime);
-  // Class names from the data set when its descriptor is at hand.
+  // Class names from the data set when its descriptor is at hand (an Ultralytics .pt names its
+  // own classes unless -d names a data set).
   std::optional<data::DatasetInfo> dataset;
-  try {
-    dataset = data::load_dataset(x.data.dataset, x.data.root);
-  } catch (const Error&) {
-    std::cerr << "detrain: note: " << x.data.dataset
-              << " is not readable here; classes are shown as indices\n";
+  if (!m.names.empty() && args.data.empty()) {
+    dataset.emplace();
+    dataset->names = m.names;
+    for (size_t c = 0; c < m.names.size(); ++c)
+      dataset->coco_ids.push_back(static_cast<int64_t>(c));
+  } else {
+    try {
+      dataset = data::load_dataset(x.data.dataset, x.data.root);
+    } catch (const Error&) {
+      std::cerr << "detrain: note: " << x.data.dataset
+                << " is not readable here; classes are shown as indices\n";
+    }
   }
   const train::PredictSummary s = train::predict_images(*m.model, x, dataset ? &*dataset : nullptr,
                                                         args.source, args.out, options);
@@ -62,8 +71,8 @@ Command add_predict_command(CLI::App& root) {
   auto* app = root.add_subcommand("predict", "detect objects (and keypoints) in images");
   auto args = std::make_shared<PredictArgs>();
   args->config.add_to(app);
-  app->add_option("--weights,-w", args->weights, "checkpoint (.ckpt) or safetensors weights")
-      ->required();
+  app->add_option("--weights,-w", args->weights,
+                  "Ultralytics .pt, checkpoint (.ckpt) or safetensors weights (or model=FILE)");
   app->add_option("--source,-s", args->source,
                   "an image file, a directory of images or a pattern (\"dir/*.jpg\"); videos: "
                   "extract their frames first")

@@ -14,6 +14,7 @@
 #include "common/errors.h"
 #include "common/progress.h"
 #include "train/checkpoint.h"
+#include "train/initial_weights.h"
 #include "train/launcher.h"
 #include "train/run_dir.h"
 #include "train/trainer.h"
@@ -95,7 +96,8 @@ std::vector<std::string> overrides_of(const TrainArgs& args) {
   if (!args.data.empty()) out.push_back("data.dataset=" + args.data);
   if (!args.model.empty()) out.push_back("model.arch=" + args.model);
   if (!args.weights.empty()) out.push_back("model.weights=" + args.weights);
-  out.insert(out.end(), args.config.overrides.begin(), args.config.overrides.end());
+  const std::vector<std::string> typed = args.config.user_overrides();
+  out.insert(out.end(), typed.begin(), typed.end());
   return out;
 }
 
@@ -120,6 +122,7 @@ int run_train(const TrainArgs& args) {
     request.config = config::resolve(saved, overrides);
   } else {
     request.config = config::resolve(args.config.config_file, overrides);
+    train::adopt_pt_architecture(request.config);
   }
   request.stop = &g_stop_requested;
   request.callbacks.should_stop = train::stop_after(args.max_iterations);
@@ -145,7 +148,8 @@ Command add_train_command(CLI::App& root) {
   app->add_option("--model,-m", args->model,
                   "architecture, e.g. yolo26n, yolo11s-pose or models/yolov8.yaml (model.arch)");
   app->add_option("--weights,-w", args->weights,
-                  "initial weights: a checkpoint, run directory or safetensors (model.weights)");
+                  "initial weights: an Ultralytics .pt, a checkpoint, run directory or "
+                  "safetensors (model.weights)");
   app->add_option("--resume", args->resume,
                   "continue a run (its directory or weights/last.ckpt) exactly where it stopped");
   app->add_flag("--force", args->force, "resume although the configuration changed");

@@ -28,22 +28,23 @@ struct ValArgs {
 };
 
 int run_val(const ValArgs& args) {
-  std::vector<std::string> overrides = args.config.overrides;
+  std::vector<std::string> overrides = args.config.user_overrides();
+  const std::string weights = args.config.take_weights(overrides, args.weights);
   if (!args.data.empty()) overrides.push_back("data.dataset=" + args.data);
   if (!args.split.empty()) overrides.push_back("val.split=" + args.split);
   const config::ResolvedConfig given = config::resolve(args.config.config_file, {});
-  train::InferenceModel m = train::load_inference_model(args.weights, given, overrides);
+  train::InferenceModel m = train::load_inference_model(weights, given, overrides);
   const config::Experiment& x = m.config.experiment;
   compat::apply_runtime(x.runtime);
   const torch::Device device = compat::parse_device(x.runtime.device);
   m.model->to(device);
   const data::DatasetInfo dataset = data::load_dataset(x.data.dataset, x.data.root);
   if (m.model->head()->options().pose() && !dataset.has_keypoints())
-    throw DataError(x.data.dataset + " has no kpt_shape but " + args.weights +
+    throw DataError(x.data.dataset + " has no kpt_shape but " + weights +
                     " is a pose model; add kpt_shape, flip_idx and oks_sigmas to the descriptor");
   if (m.model->arch().nc != dataset.nc())
-    throw ModelError(args.weights + " predicts " + std::to_string(m.model->arch().nc) +
-                     " classes but " + x.data.dataset + " has " + std::to_string(dataset.nc()) +
+    throw ModelError(weights + " predicts " + std::to_string(m.model->arch().nc) + " classes but " +
+                     x.data.dataset + " has " + std::to_string(dataset.nc()) +
                      "; validate on the data set it was "
                      "trained for");
   train::ValidationRun validation(
@@ -79,7 +80,7 @@ int run_val(const ValArgs& args) {
   if (!args.save_json.empty()) eval::write_predictions_json(args.save_json, r.records);
   if (!args.json_out.empty()) {
     nlohmann::ordered_json j;
-    j["weights"] = args.weights;
+    j["weights"] = weights;
     j["data"] = x.data.dataset;
     j["split"] = x.val.split;
     j["images"] = r.images;
@@ -97,8 +98,8 @@ Command add_val_command(CLI::App& root) {
   auto* app = root.add_subcommand("val", "validate weights with the COCO metrics");
   auto args = std::make_shared<ValArgs>();
   args->config.add_to(app);
-  app->add_option("--weights,-w", args->weights, "checkpoint (.ckpt) or safetensors weights")
-      ->required();
+  app->add_option("--weights,-w", args->weights,
+                  "Ultralytics .pt, checkpoint (.ckpt) or safetensors weights (or model=FILE)");
   app->add_option("--data,-d", args->data, "data-set descriptor (default: the checkpoint's)");
   app->add_option("--split", args->split, "split to validate: val or train");
   app->add_option("--json-out", args->json_out, "write the stats as JSON");

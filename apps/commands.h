@@ -16,13 +16,22 @@ struct Command {
   std::function<int()> run;
 };
 
-// `--config FILE` plus trailing `section.key=value` overrides, shared by every command that
-// works on an experiment.
+// `--config FILE` plus trailing overrides, shared by every command that works on an
+// experiment: `section.key=value`, or Ultralytics' flat arguments (`epochs=3 model=best.pt
+// data=my.yaml`, translated by config/ultralytics_args.h; model= and data= here).
 struct ConfigArgs {
+  std::string command;  // the subcommand's name (set by add_to)
   std::string config_file;
-  std::vector<std::string> overrides;
+  std::vector<std::string> overrides;  // as typed
 
   void add_to(CLI::App* app);
+  // `overrides` as detrain keys, in order; throws ConfigError for an Ultralytics argument
+  // detrain does not support.
+  std::vector<std::string> user_overrides() const;
+  // The weights a command runs: `flag_value` (-w), else a model.weights= of `translated`
+  // (model=X.pt), which is removed from it. Throws a usage error when neither is given.
+  std::string take_weights(std::vector<std::string>& translated,
+                           const std::string& flag_value) const;
   config::ResolvedConfig resolve() const;
 };
 

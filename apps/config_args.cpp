@@ -1,15 +1,90 @@
 // Shared --config/overrides handling; see commands.h.
+#include <filesystem>
+
 #include "commands.h"
+#include "common/errors.h"
+#include "config/ultralytics_args.h"
 
 namespace detrain::cli {
 
+namespace {
+
+// `model=` names weights (a .pt, a checkpoint, safetensors or a run directory) or an
+// architecture (yolo11n, models/yolov8.yaml), as `yolo ... model=` does.
+bool names_weights(const std::string& value) {
+  const std::string ext = std::filesystem::path(value).extension().string();
+  if (ext == ".pt" || ext == ".pth" || ext == ".ckpt" || ext == ".safetensors") return true;
+  std::error_code ec;
+  return std::filesystem::is_directory(value, ec);
+}
+
+}  // namespace
+
 void ConfigArgs::add_to(CLI::App* app) {
+  command = app->get_name();
   app->add_option("--config,-c", config_file, "experiment YAML (configs/*.yaml)");
-  app->add_option("overrides", overrides, "section.key=value overrides, e.g. train.epochs=3");
+  app->add_option("overrides", overrides,
+                  "section.key=value overrides (train.epochs=3), or Ultralytics arguments "
+                  "(epochs=3 imgsz=320 model=best.pt data=my.yaml; docs/ultralytics-args.md)");
+}
+
+std::vector<std::string> ConfigArgs::user_overrides() const {
+  std::vector<std::string> out, flat;
+  // Ultralytics' arguments belong to its modes; elsewhere (config show, bench) a bare key keeps
+  // detrain's rule (the one section that has it, config/resolve.cpp).
+  const bool ultralytics_mode =
+      command == "train" || command == "val" || command == "predict" || command == "export";
+  auto flush = [&] {
+    if (flat.empty()) return;
+    if (!ultralytics_mode) {
+      out.insert(out.end(), flat.begin(), flat.end());
+      flat.clear();
+      return;
+    }
+    for (auto& o : config::translate_ultralytics_args(flat, command)) out.push_back(std::move(o));
+    flat.clear();
+  };
+  for (const std::string& o : overrides) {
+    const auto eq = o.find('=');
+    const std::string key = o.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : o.substr(eq + 1);
+    if (key == "model" && eq != std::string::npos) {
+      flush();
+      out.push_back((names_weights(value) ? "model.weights=" : "model.arch=") + value);
+    } else if (key == "data" && eq != std::string::npos) {
+      flush();
+      out.push_back("data.dataset=" + value);
+    } else if (key.find('.') != std::string::npos) {
+      flush();
+      out.push_back(o);
+    } else {
+      flat.push_back(o);
+    }
+  }
+  flush();
+  return out;
+}
+
+std::string ConfigArgs::take_weights(std::vector<std::string>& translated,
+                                     const std::string& flag_value) const {
+  std::string weights = flag_value;
+  for (auto it = translated.begin(); it != translated.end();) {
+    if (it->rfind("model.weights=", 0) == 0) {
+      if (weights.empty()) weights = it->substr(14);
+      it = translated.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (weights.empty())
+    throw Error(ExitCode::kUsage, "detrain " + command +
+                                      ": give the weights, as -w FILE or model=FILE " +
+                                      "(an Ultralytics .pt, a checkpoint or a run directory)");
+  return weights;
 }
 
 config::ResolvedConfig ConfigArgs::resolve() const {
-  return config::resolve(config_file, overrides);
+  return config::resolve(config_file, user_overrides());
 }
 
 }  // namespace detrain::cli
