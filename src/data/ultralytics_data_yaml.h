@@ -1,0 +1,33 @@
+// Ultralytics data YAMLs (`path`, `train`/`val`/`test`, `names` or `nc`, `kpt_shape`,
+// `flip_idx`), checked and resolved as Ultralytics 8.4.190's check_det_dataset does, for
+// data sets in YOLO txt-label format. detrain's own descriptors (dataset.h) name COCO JSON
+// files instead; looks_like_ultralytics_data_yaml tells the two apart.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace detrain::data {
+
+struct UltralyticsDataYaml {
+  std::string yaml_path;                      // absolute
+  std::string root;                           // resolved `path`, absolute
+  std::vector<std::string> train, val, test;  // absolute sources (dirs, .txt lists or images)
+  std::vector<std::string> names;             // [nc]
+  int64_t kpt_count = 0, kpt_dims = 0;        // from kpt_shape
+  std::vector<int64_t> flip_idx;              // [kpt_count] or empty
+};
+
+// `names` or `nc` present and `train` a string or a list of strings.
+bool looks_like_ultralytics_data_yaml(const YAML::Node& doc);
+
+// `root_override`, when not empty, replaces the YAML's `path`. Every val source must exist
+// (as the reference checks; its `download:` is never run). Throws ConfigError naming the file
+// and key.
+UltralyticsDataYaml read_ultralytics_data_yaml(const YAML::Node& doc, const std::string& yaml_path,
+                                               const std::string& root_override);
+
+}  // namespace detrain::data
