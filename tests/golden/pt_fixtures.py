@@ -41,6 +41,8 @@ def yolo_copy(data_root, out):
         return root
     shutil.rmtree(root, ignore_errors=True)
     src = os.path.join(data_root, "coco-mini")
+    if not os.path.isdir(os.path.join(src, "annotations")):
+        sys.exit(f"pt fixtures: {src} not found; set DETRAIN_DATA (the shared data root) and build again")
     for kind, prefix, kpts in (("detect", "instances_", False), ("pose", "person_keypoints_", True)):
         tmp_ann = os.path.join(out, f"ann-{kind}")
         os.makedirs(tmp_ann, exist_ok=True)
