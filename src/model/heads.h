@@ -26,7 +26,7 @@ struct HeadOptions {
   std::array<int64_t, 2> kpt_shape{17, 3};  // keypoints, values per keypoint (2 or 3)
   std::vector<int64_t> channels;            // input channels per level (P3, P4, P5)
   std::vector<int64_t> strides;             // stride per level (8, 16, 32)
-  int64_t cls_width = 0;  // class tower width; 0: max(channels[0], min(nc, 100))
+  int64_t cls_width = 0;                    // class tower width; 0: max(channels[0], min(nc, 100))
 
   bool pose() const { return kind != HeadKind::kDetect; }
   int64_t num_keypoint_values() const { return kpt_shape[0] * kpt_shape[1]; }
