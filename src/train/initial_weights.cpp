@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/errors.h"
+#include "common/strings.h"
 #include "model/safetensors.h"
 #include "model/state_dict.h"
 #include "train/run_dir.h"
@@ -133,10 +134,7 @@ InitialWeightsReport load_safetensors_weights(model::YoloModelImpl& model,
 }
 
 std::string normalised_name(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  std::string out = s.substr(b, e - b);
+  std::string out = trim(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "common/errors.h"
+#include "common/strings.h"
 #include "model/builder.h"
 #include "model/state_dict.h"
 
@@ -47,7 +48,7 @@ int64_t pt_cls_width(const UltralyticsModelFile& file) {
   int64_t width = 0;
   for (const auto& [name, t] : file.state) {
     const auto at = name.find(".cv3.0.");
-    if (at == std::string::npos || name.compare(name.size() - 7, 7, ".weight") != 0) continue;
+    if (at == std::string::npos || !ends_with(name, ".weight")) continue;
     if (t.dim() == 4 && t.size(0) == file.nc && t.size(2) == 1) width = t.size(1);
   }
   return width;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/errors.h"
+#include "common/strings.h"
 #include "weights/pickle.h"
 
 namespace detrain::weights {
@@ -17,10 +18,6 @@ namespace fs = std::filesystem;
 using Kind = Value::Kind;
 
 namespace {
-
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.rfind(prefix, 0) == 0;
-}
 
 // What torch.save streams of Ultralytics models name: torch's module classes and rebuild
 // functions, Ultralytics' classes, and the plain containers and values their attributes use.
@@ -64,8 +61,7 @@ bool allowed_global(const std::string& module, const std::string& name) {
                                            "datetime.timezone"};
   if (exact.count(module + "." + name)) return true;
   // Storage classes (HalfStorage, ...) and dtypes (torch.float16) of the torch module.
-  if (module == "torch" && (name.size() > 7 && name.compare(name.size() - 7, 7, "Storage") == 0))
-    return true;
+  if (module == "torch" && ends_with(name, "Storage")) return true;
   static const std::set<std::string> dtypes{"float16", "float32", "float64", "bfloat16", "int64",
                                             "int32",   "int16",   "int8",    "uint8",    "bool"};
   return module == "torch" && dtypes.count(name);
