@@ -17,6 +17,7 @@
 #include "common/errors.h"
 #include "common/timer.h"
 #include "data/cache_files.h"
+#include "data/yolo_split.h"
 
 namespace detrain::data {
 namespace fs = std::filesystem;
@@ -224,6 +225,11 @@ Records build_records(const coco::AnnotationTable& t, const DatasetInfo& info,
     }
   }
 
+  std::error_code ec;
+  if (options.check_files && !images_dir.empty() && !fs::is_directory(images_dir, ec))
+    throw DataError(source + ": the image folder '" + images_dir + "' of " + info.yaml_path +
+                    " does not exist; check the descriptor's path and images keys (or " +
+                    "DETRAIN_DATA / data.root)");
   const FileCheck files_there(images_dir);
   for (size_t i = 0; i < records.size(); ++i) {
     if (info.keep_images == KeepImages::kWithKeypoints && !has_keypoints[i]) {
@@ -274,6 +280,12 @@ RecordOptions RecordOptions::from(const config::DataOptions& data, bool train) {
 coco::AnnotationTable read_split(const DatasetInfo& info, const std::string& split,
                                  const coco::ReadOptions& read, bool cache_records,
                                  std::string* cache_use) {
+  if (info.format == DataFormat::kYolo) {
+    YoloScanSummary summary;
+    coco::AnnotationTable table = read_yolo_split(info, split, cache_records, &summary);
+    if (cache_use) *cache_use = summary.cache;
+    return table;
+  }
   const SplitFiles& files = info.split(split);
   std::error_code ec;
   if (!fs::is_regular_file(files.annotations, ec))

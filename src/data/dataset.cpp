@@ -1,5 +1,5 @@
-// Data-set descriptor loading; see dataset.h. Differs from the reference's check_det_dataset:
-// no downloads and no `names` dict; a 17-keypoint set without oks_sigmas gets COCO's.
+// Data-set descriptor loading; see dataset.h. A 17-keypoint set without oks_sigmas gets COCO's,
+// any other K the reference's 1/K.
 #include "data/dataset.h"
 
 #include <yaml-cpp/yaml.h>
@@ -10,6 +10,7 @@
 
 #include "common/errors.h"
 #include "common/paths.h"
+#include "data/ultralytics_data_yaml.h"
 
 namespace detrain::data {
 namespace fs = std::filesystem;
@@ -23,6 +24,14 @@ constexpr const char* kSharedPrefix = "../shared/data/";
 const std::vector<double> kCocoSigmas = {0.026, 0.025, 0.025, 0.035, 0.035, 0.079,
                                          0.079, 0.072, 0.072, 0.062, 0.062, 0.107,
                                          0.107, 0.087, 0.087, 0.089, 0.089};
+
+void set_oks_sigmas_default(DatasetInfo& info) {
+  const auto k = static_cast<size_t>(info.kpt_count);
+  if (k == kCocoSigmas.size())
+    info.oks_sigmas = kCocoSigmas;
+  else
+    info.oks_sigmas.assign(k, 1.0 / static_cast<double>(k));  // the reference's fallback
+}
 
 struct Reader {
   std::string file;
@@ -94,10 +103,8 @@ void read_keypoints(const Reader& r, const YAML::Node& doc, DatasetInfo& info) {
   }
   if (doc["oks_sigmas"].IsDefined())
     info.oks_sigmas = r.get<std::vector<double>>(doc["oks_sigmas"], "oks_sigmas", "a list");
-  else if (k == kCocoSigmas.size())
-    info.oks_sigmas = kCocoSigmas;
   else
-    info.oks_sigmas.assign(k, 1.0 / static_cast<double>(k));  // the reference's fallback
+    set_oks_sigmas_default(info);
   if (info.oks_sigmas.size() != k)
     r.fail("oks_sigmas", "must hold " + std::to_string(k) + " values (one per keypoint)");
   if (doc["skeleton"].IsDefined()) {
@@ -108,6 +115,37 @@ void read_keypoints(const Reader& r, const YAML::Node& doc, DatasetInfo& info) {
       info.skeleton.push_back({pair[0], pair[1]});
     }
   }
+}
+
+// An Ultralytics data YAML: classes are the label files' indices, so category id = index.
+DatasetInfo from_ultralytics(const YAML::Node& doc, const std::string& file,
+                             const std::string& root_override) {
+  const UltralyticsDataYaml y = read_ultralytics_data_yaml(doc, file, root_override);
+  DatasetInfo info;
+  info.format = DataFormat::kYolo;
+  info.yaml_path = y.yaml_path;
+  info.root = y.root;
+  info.task = y.kpt_count > 0 ? "pose" : "detect";
+  const auto split = [&](const std::vector<std::string>& sources, const char* key) {
+    if (sources.empty())
+      throw ConfigError(file + ": '" + key + "' is missing (a folder, .txt list or list of them)");
+    SplitFiles s;
+    s.annotations = sources.front();
+    s.yolo_sources = sources;
+    return s;
+  };
+  info.train = split(y.train, "train");
+  info.val = split(y.val, "val");
+  info.names = y.names;
+  for (int64_t i = 0; i < info.nc(); ++i) {
+    info.coco_ids.push_back(i);
+    info.index_of_id.emplace(i, i);
+  }
+  info.kpt_count = y.kpt_count;
+  info.kpt_dims = y.kpt_dims;
+  info.flip_idx = y.flip_idx;
+  if (info.kpt_count > 0) set_oks_sigmas_default(info);
+  return info;
 }
 
 }  // namespace
@@ -137,6 +175,8 @@ DatasetInfo load_dataset(const std::string& path, const std::string& root_overri
     throw ConfigError(file + ": not valid YAML (" + e.what() + ")");
   }
   if (!doc.IsMap()) throw ConfigError(file + ": must be a YAML map (see data/coco-mini.yaml)");
+  if (!doc["classes"].IsDefined() && looks_like_ultralytics_data_yaml(doc))
+    return from_ultralytics(doc, file, root_override);
 
   DatasetInfo info;
   info.yaml_path = fs::absolute(file).lexically_normal().string();

@@ -1,7 +1,8 @@
-// Data-set descriptors (data/*.yaml): where images and annotations live, class names and the
-// contiguous index <-> COCO category id map, keypoint shape, flip_idx, OKS sigmas, skeleton.
-// Unlike the reference's `names: {0: person}` + txt labels, classes carry their COCO ids here
-// because detrain reads COCO JSON directly (no label conversion step).
+// Data sets: detrain's descriptors (data/*.yaml, COCO JSON read directly: classes carry their
+// COCO ids) and Ultralytics data YAMLs of YOLO txt labels (data/yolo_split.h builds the same
+// annotation table from the labels; category id = class index). Either gives where images and
+// annotations live, class names and the contiguous index <-> category id map, keypoint shape,
+// flip_idx, OKS sigmas, skeleton.
 #pragma once
 
 #include <array>
@@ -14,8 +15,17 @@ namespace detrain::data {
 
 // One split's files, absolute paths.
 struct SplitFiles {
-  std::string annotations;  // COCO JSON (instances or person keypoints)
-  std::string images;       // directory that holds images[i].file_name
+  // COCO JSON (instances or person keypoints); for a YOLO split its first source (folder or .txt
+  // list), which names the split's cache files.
+  std::string annotations;
+  std::string images;  // directory that holds images[i].file_name ("" for a YOLO split)
+  // YOLO splits: the data YAML's sources (image folders, .txt lists, image files).
+  std::vector<std::string> yolo_sources;
+};
+
+enum class DataFormat {
+  kCoco,  // detrain descriptor + COCO JSON
+  kYolo,  // Ultralytics data YAML + YOLO txt labels
 };
 
 // Which images of an annotation file become records.
@@ -28,6 +38,7 @@ struct DatasetInfo {
   std::string yaml_path;        // the descriptor, absolute
   std::string root;             // resolved `path`, absolute
   std::string task = "detect";  // "detect" or "pose"
+  DataFormat format = DataFormat::kCoco;
   SplitFiles train, val;
   KeepImages keep_images = KeepImages::kAll;
   std::vector<std::string> names;            // [nc] class names, contiguous index order
@@ -49,10 +60,13 @@ struct DatasetInfo {
   std::unordered_map<int64_t, int64_t> index_of_id;  // filled by load_dataset
 };
 
-// Reads a descriptor. `path` is looked up like any resource (working directory, then the source
-// tree). The data root is `root_override` when given; otherwise the YAML's `path`: a path that
+// Reads a descriptor or an Ultralytics data YAML (told apart by `classes` vs `names`/`nc`).
+// `path` is looked up like any resource (working directory, then the source tree). For a
+// descriptor the data root is `root_override` when given; otherwise the YAML's `path`: a path that
 // starts with ../shared/data/ names the shared data root (DETRAIN_DATA when set), any other
-// relative path is relative to the YAML file. Throws ConfigError naming the file and key.
+// relative path is relative to the YAML file; a data YAML's `path` resolves as Ultralytics
+// resolves it (data/ultralytics_data_yaml.h), and `root_override` replaces it too. Throws
+// ConfigError naming the file and key.
 DatasetInfo load_dataset(const std::string& path, const std::string& root_override = "");
 
 }  // namespace detrain::data
