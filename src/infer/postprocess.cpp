@@ -85,7 +85,7 @@ NmsOptions nms_options(const config::ValOptions& val, bool predict) {
   o.conf = predict ? val.predict_conf : val.conf;
   o.iou = val.iou;
   o.max_det = val.max_det;
-  o.multi_label = val.multi_label;
+  o.multi_label = predict ? false : val.multi_label;  // the reference's predictor: best class
   o.agnostic = val.agnostic_nms;
   return o;
 }

@@ -38,7 +38,8 @@ struct NmsOptions {
   double max_wh = 7680.0;   // class offset in pixels (boxes must be smaller than this)
 };
 
-// val.{conf, iou, max_det, multi_label, agnostic_nms}; `predict` takes val.predict_conf.
+// val.{conf, iou, max_det, multi_label, agnostic_nms}; `predict` takes val.predict_conf and,
+// as the reference's predictor does, one row per box (its best class).
 NmsOptions nms_options(const config::ValOptions& val, bool predict = false);
 
 // decoded: [B, 4 + nc + K*3, A] from the head (boxes cx, cy, w, h in input pixels; sigmoid

@@ -1,5 +1,6 @@
-// See predict.h. The images go through the validation loader (letterboxed rect batches), so
-// prediction sees exactly what validation sees.
+// See predict.h. Each image goes through the reference's predict letterbox
+// (data/predict_letterbox.h), one at a time as `yolo predict` runs, so that boxes equal
+// YOLO(weights).predict's.
 #include "train/predict.h"
 
 #include <spdlog/spdlog.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include "common/atomic_file.h"
 #include "common/errors.h"
@@ -14,7 +16,7 @@
 #include "compat/torch_compat.h"
 #include "data/coco_records.h"
 #include "data/decode.h"
-#include "data/loader.h"
+#include "data/predict_letterbox.h"
 #include "eval/predictions_json.h"
 #include "infer/postprocess.h"
 #include "infer/validate.h"
@@ -68,30 +70,6 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
   summary.out_dir = out_dir;
   ensure_writable_dir(out_dir);
 
-  // Records without labels; image ids are positions in the sorted file list.
-  std::vector<data::ImageRecord> records;
-  std::vector<std::string> relative;  // by image id: the name under the source
-  nlohmann::ordered_json images = nlohmann::ordered_json::array();
-  for (const SourceImage& source_image : source_images(source, options.recursive)) {
-    const std::string& file = source_image.file;
-    const data::DecodedImage probe = data::load_image(file, 0, false);
-    if (!probe.ok()) {
-      spdlog::warn("{}: skipped, it does not decode ({})", file, probe.error);
-      ++summary.unreadable;
-      continue;
-    }
-    data::ImageRecord r;
-    r.file = fs::absolute(file).string();
-    r.image_id = static_cast<int64_t>(records.size());
-    r.width = probe.source_width;
-    r.height = probe.source_height;
-    images.push_back(
-        {{"id", r.image_id}, {"file_name", file}, {"width", r.width}, {"height", r.height}});
-    records.push_back(std::move(r));
-    relative.push_back(source_image.relative);
-  }
-  if (records.empty()) throw DataError(source + ": no image decoded");
-
   data::DatasetInfo info = dataset ? *dataset : data::DatasetInfo{};
   if (info.names.empty())
     for (int64_t c = 0; c < model.arch().nc; ++c) {
@@ -102,78 +80,89 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
     info.kpt_count = model.arch().kpt_shape[0];
     info.kpt_dims = model.arch().kpt_shape[1];
   }
-  data::LoaderOptions lo =
-      data::LoaderOptions::from(x.data, static_cast<uint64_t>(x.runtime.seed), /*train=*/false);
-  lo.batch = std::min<int64_t>(lo.batch, 8);
-  lo.stride = static_cast<int>(model.max_stride());
-  data::Loader loader(info, records, x.augment, lo);
-  loader.start_epoch(0, 0);
-
   const torch::Device device = compat::parse_device(x.runtime.device);
   const bool bf16 =
       effective_precision(parse_precision(x.train.precision), device) == Precision::kBf16;
   const infer::NmsOptions nms = infer::nms_options(x.val, /*predict=*/true);
+  const int stride = static_cast<int>(model.max_stride());
   MosaicStyle style;
   style.names = info.names;
   style.kpt_count = static_cast<int>(info.kpt_count);
   style.skeleton = info.skeleton;
   style.min_score = static_cast<float>(nms.conf);
   style.max_images = 1;
-
   torch::NoGradGuard no_grad;
   model.eval();
   model.to(device);
   std::vector<eval::CocoRecord> results;
+  // Image ids are positions among the decoded files of the sorted list.
+  nlohmann::ordered_json images = nlohmann::ordered_json::array();
   OutputNames drawn(out_dir), labels((fs::path(out_dir) / "labels").string());
   if (options.save_txt) ensure_writable_dir((fs::path(out_dir) / "labels").string());
-  while (true) {
-    const Stopwatch batch_clock;
-    std::optional<data::Batch> batch = loader.next();
-    if (!batch) break;
-    const std::vector<infer::ImageDetections> dets =
-        infer::detect_batch(model, batch->images, nms, /*one2one=*/true, bf16, device);
-    const double ms_per_image = batch_clock.millis() / std::max<size_t>(1, dets.size());
-    for (size_t i = 0; i < dets.size(); ++i) {
-      const geometry::ImageFrame& frame = batch->frames[i];
-      const infer::ImageDetections original = infer::to_original_pixels(dets[i], frame);
-      for (auto& r : infer::to_coco_records(original, frame.image_id, info.coco_ids))
-        results.push_back(std::move(r));
-      summary.detections += original.size();
-
-      const data::ImageRecord& record = records[static_cast<size_t>(frame.image_id)];
-      const std::string& name = relative[static_cast<size_t>(frame.image_id)];
-      spdlog::info("{}: {} detections, {:.0f} ms", name, original.size(), ms_per_image);
-      ++summary.images;
-      if (options.save_txt) {
-        const std::string txt = labels.claim(name, ".txt");
-        ensure_writable_dir(fs::path(txt).parent_path().string());
-        write_file_atomic(txt, yolo_txt(original, record.width, record.height));
-      }
-      if (!options.draw) continue;
-      PlotImage tile;
-      tile.image = data::load_image(record.file, 0, false).bgr;
-      tile.title = fs::path(record.file).filename().string();
-      if (original.size() > 0) {
-        const torch::Tensor b = original.boxes_xyxy.to(torch::kFloat).contiguous();  // [N, 4]
-        const torch::Tensor s = original.scores.to(torch::kFloat).contiguous();      // [N]
-        const torch::Tensor c = original.classes.to(torch::kLong).contiguous();      // [N]
-        for (int64_t n = 0; n < original.size(); ++n) {
-          const float* p = b.data_ptr<float>() + 4 * n;
-          tile.boxes_xyxy.push_back({p[0], p[1], p[2], p[3]});
-          tile.scores.push_back(s.data_ptr<float>()[n]);
-          tile.classes.push_back(static_cast<int>(c.data_ptr<int64_t>()[n]));
-        }
-        if (original.keypoints.defined()) {
-          const torch::Tensor k = original.keypoints.to(torch::kFloat).contiguous();
-          tile.keypoints.assign(k.data_ptr<float>(), k.data_ptr<float>() + k.numel());
-        }
-      }
-      style.max_size = std::max(tile.image.cols, tile.image.rows);
-      const std::string out = drawn.claim(name);
-      ensure_writable_dir(fs::path(out).parent_path().string());
-      save_batch_mosaic({tile}, style, out);
+  for (const SourceImage& source_image : source_images(source, options.recursive)) {
+    const Stopwatch clock;
+    const std::string& file = source_image.file;
+    const data::DecodedImage decoded = data::load_image(file, 0, false);
+    if (!decoded.ok()) {
+      spdlog::warn("{}: skipped, it does not decode ({})", file, decoded.error);
+      ++summary.unreadable;
+      continue;
     }
+    const auto image_id = static_cast<int64_t>(images.size());
+    images.push_back({{"id", image_id},
+                      {"file_name", file},
+                      {"width", decoded.bgr.cols},
+                      {"height", decoded.bgr.rows}});
+    // One image at a time through the reference's predict letterbox (batch 1, as `yolo
+    // predict` runs), so boxes equal YOLO(weights).predict's.
+    data::PredictInput input =
+        data::predict_letterbox(decoded.bgr, static_cast<int>(x.data.imgsz), stride);
+    input.frame.image_id = image_id;
+    cv::Mat rgb;
+    cv::cvtColor(input.image, rgb, cv::COLOR_BGR2RGB);
+    const torch::Tensor batch =
+        torch::from_blob(rgb.data, {1, rgb.rows, rgb.cols, 3}, torch::kUInt8)
+            .permute({0, 3, 1, 2})
+            .contiguous();  // [1, 3, H, W]
+    const std::vector<infer::ImageDetections> dets =
+        infer::detect_batch(model, batch, nms, /*one2one=*/true, bf16, device);
+    const infer::ImageDetections original = infer::to_original_pixels(dets[0], input.frame);
+    for (auto& r : infer::to_coco_records(original, image_id, info.coco_ids))
+      results.push_back(std::move(r));
+    summary.detections += original.size();
+    const std::string& name = source_image.relative;
+    spdlog::info("{}: {} detections, {:.0f} ms", name, original.size(), clock.millis());
+    ++summary.images;
+    if (options.save_txt) {
+      const std::string txt = labels.claim(name, ".txt");
+      ensure_writable_dir(fs::path(txt).parent_path().string());
+      write_file_atomic(txt, yolo_txt(original, decoded.bgr.cols, decoded.bgr.rows));
+    }
+    if (!options.draw) continue;
+    PlotImage tile;
+    tile.image = decoded.bgr;
+    tile.title = fs::path(file).filename().string();
+    if (original.size() > 0) {
+      const torch::Tensor b = original.boxes_xyxy.to(torch::kFloat).contiguous();  // [N, 4]
+      const torch::Tensor s = original.scores.to(torch::kFloat).contiguous();      // [N]
+      const torch::Tensor c = original.classes.to(torch::kLong).contiguous();      // [N]
+      for (int64_t n = 0; n < original.size(); ++n) {
+        const float* p = b.data_ptr<float>() + 4 * n;
+        tile.boxes_xyxy.push_back({p[0], p[1], p[2], p[3]});
+        tile.scores.push_back(s.data_ptr<float>()[n]);
+        tile.classes.push_back(static_cast<int>(c.data_ptr<int64_t>()[n]));
+      }
+      if (original.keypoints.defined()) {
+        const torch::Tensor k = original.keypoints.to(torch::kFloat).contiguous();
+        tile.keypoints.assign(k.data_ptr<float>(), k.data_ptr<float>() + k.numel());
+      }
+    }
+    style.max_size = std::max(tile.image.cols, tile.image.rows);
+    const std::string out = drawn.claim(name);
+    ensure_writable_dir(fs::path(out).parent_path().string());
+    save_batch_mosaic({tile}, style, out);
   }
+  if (images.empty()) throw DataError(source + ": no image decoded");
   // Never over an earlier run's pair: predictions_2.json with images_2.json, and so on.
   const auto json = drawn.claim_together({"predictions.json", "images.json"});
   summary.predictions_json = json[0];

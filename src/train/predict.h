@@ -1,5 +1,6 @@
-// `detrain predict`: runs a model on images (a file, a directory or a pattern), with the
-// validation letterbox and postprocess, and writes each image with its detections drawn plus the
+// `detrain predict`: runs a model on images (a file, a directory or a pattern), one at a time
+// with the reference's predict letterbox (data/predict_letterbox.h) and postprocess (NMS with
+// the best class per box, as the reference's predictor), and writes each image with its detections drawn plus the
 // detections as COCO results (predictions.json) and the image list (images.json) that gives
 // each result's image_id its file. Nothing already in the output folder is overwritten: a taken
 // name gets the first free "_2", "_3", ... suffix (the two JSON files share theirs).
