@@ -14,6 +14,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The name of a listed file under the folder it was listed from, as listed: lexical, so that a
+// symbolic link (a data set's linked images) keeps its own name instead of its target's path.
+std::string name_under(const fs::path& file, const fs::path& folder) {
+  const fs::path name = file.lexically_normal().lexically_relative(folder.lexically_normal());
+  return name.empty() ? file.filename().string() : name.string();
+}
+
 std::string lower_extension(const fs::path& p) {
   std::string ext = p.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
@@ -54,7 +61,7 @@ std::vector<SourceImage> source_images(const std::string& source, bool recursive
     auto add = [&](const fs::directory_entry& e) {
       if (e.is_regular_file() && ::fnmatch(pattern.c_str(), e.path().filename().c_str(), 0) == 0 &&
           is_image(e.path()))
-        images.push_back({e.path().string(), fs::relative(e.path(), dir).string()});
+        images.push_back({e.path().string(), name_under(e.path(), dir)});
     };
     if (recursive)
       for (const auto& e : fs::recursive_directory_iterator(dir)) add(e);
@@ -70,7 +77,7 @@ std::vector<SourceImage> source_images(const std::string& source, bool recursive
   } else {
     auto add = [&](const fs::directory_entry& e) {
       if (e.is_regular_file() && is_image(e.path()))
-        images.push_back({e.path().string(), fs::relative(e.path(), source).string()});
+        images.push_back({e.path().string(), name_under(e.path(), source)});
     };
     if (recursive)
       for (const auto& e : fs::recursive_directory_iterator(source)) add(e);
@@ -86,7 +93,12 @@ std::vector<SourceImage> source_images(const std::string& source, bool recursive
 }
 
 std::string OutputNames::claim(const std::string& relative, const std::string& extension) {
-  fs::path base = fs::path(out_dir_) / relative;
+  // Never outside the output folder, whatever the name: ".." and root parts are dropped.
+  fs::path inside;
+  for (const auto& part : fs::path(relative).relative_path())
+    if (part != ".." && part != ".") inside /= part;
+  if (inside.empty()) inside = "image";
+  fs::path base = fs::path(out_dir_) / inside;
   if (!extension.empty()) base.replace_extension(extension);
   const std::string ext = base.extension().string();
   const fs::path stem = base.parent_path() / base.stem();
