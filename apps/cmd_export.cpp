@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 struct ExportArgs {
   ConfigArgs config;
-  std::string weights, format = "onnx", out;
+  std::string weights, format = "onnx", out, model;
   int64_t imgsz = 0, batch = 1, opset = exporter::kMinOpset;
   bool dynamic = false, half = false;
 };
@@ -51,6 +51,7 @@ int run_export(const ExportArgs& args) {
     throw Error(ExitCode::kUsage, "--half applies to --format onnx only");
   std::vector<std::string> overrides = args.config.user_overrides();
   const std::string weights = args.config.take_weights(overrides, args.weights);
+  if (!args.model.empty()) overrides.push_back("model.arch=" + args.model);
   const std::string out = output_path(args, weights);
   const config::ResolvedConfig given = config::resolve(args.config.config_file, {});
   train::InferenceModel m = train::load_inference_model(weights, given, overrides);
@@ -87,6 +88,10 @@ Command add_export_command(CLI::App& root) {
                   "Ultralytics .pt, checkpoint (.ckpt) or safetensors weights (architecture from "
                   "--config; or model=FILE)");
   app->add_option("--format,-f", args->format, "onnx (default) or safetensors");
+  app->add_option(
+      "--model,-m", args->model,
+      "architecture of a safetensors state dict, e.g. yolo26n (model.arch); checkpoints and .pt "
+      "files name their own");
   app->add_option("--imgsz", args->imgsz,
                   "ONNX input height and width in px, fixed in the file (default: the config's "
                   "data.imgsz); letterbox images to it");

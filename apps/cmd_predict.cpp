@@ -16,7 +16,7 @@ namespace {
 
 struct PredictArgs {
   ConfigArgs config;
-  std::string weights, source, out, data;
+  std::string weights, source, out, data, model;
   double conf = -1;     // < 0: val.predict_conf
   int64_t imgsz = 0;    // 0: data.imgsz
   int64_t max_det = 0;  // 0: val.max_det
@@ -27,6 +27,7 @@ struct PredictArgs {
 int run_predict(const PredictArgs& args) {
   std::vector<std::string> overrides = args.config.user_overrides();
   const std::string weights = args.config.take_weights(overrides, args.weights);
+  if (!args.model.empty()) overrides.push_back("model.arch=" + args.model);
   if (!args.data.empty()) overrides.push_back("data.dataset=" + args.data);
   // The Ultralytics flags are config keys underneath (shown in the config as overrides).
   if (args.conf >= 0) overrides.push_back("val.predict_conf=" + std::to_string(args.conf));
@@ -79,6 +80,10 @@ Command add_predict_command(CLI::App& root) {
       ->required();
   app->add_option("--out,-o", args->out, "output directory")->required();
   app->add_option("--data,-d", args->data, "data-set descriptor for class names");
+  app->add_option(
+      "--model,-m", args->model,
+      "architecture of a safetensors state dict, e.g. yolo26n (model.arch); checkpoints and .pt "
+      "files name their own");
   app->add_option("--conf", args->conf, "confidence threshold (default val.predict_conf)")
       ->check(CLI::Range(0.0, 1.0));
   app->add_option("--imgsz", args->imgsz, "inference size, a multiple of 32 (default data.imgsz)")

@@ -11,6 +11,7 @@
 #include "compat/torch_compat.h"
 #include "data/dataset.h"
 #include "eval/predictions_json.h"
+#include "infer/class_table.h"
 #include "train/inference_model.h"
 #include "train/precision.h"
 #include "train/run_dir.h"
@@ -23,13 +24,14 @@ namespace {
 
 struct ValArgs {
   ConfigArgs config;
-  std::string weights, data, split, json_out, save_json, out;
+  std::string weights, data, split, json_out, save_json, out, model;
   bool plots = false;
 };
 
 int run_val(const ValArgs& args) {
   std::vector<std::string> overrides = args.config.user_overrides();
   const std::string weights = args.config.take_weights(overrides, args.weights);
+  if (!args.model.empty()) overrides.push_back("model.arch=" + args.model);
   if (!args.data.empty()) overrides.push_back("data.dataset=" + args.data);
   if (!args.split.empty()) overrides.push_back("val.split=" + args.split);
   const config::ResolvedConfig given = config::resolve(args.config.config_file, {});
@@ -66,7 +68,12 @@ int run_val(const ValArgs& args) {
   };
   const infer::ValidationResult r = validation.run(*m.model, observer);
   if (plots) plots->save();
-  std::cout << infer::stats_table(r);
+  std::vector<std::vector<int32_t>> gt_classes;
+  for (const auto& record : validation.records()) gt_classes.push_back(record.classes);
+  std::cout << infer::class_table(r.box, r.keypoints ? &*r.keypoints : nullptr, gt_classes,
+                                  dataset.names, dataset.coco_ids)
+            << "\n"
+            << infer::stats_table(r);
   std::cout << "bbox:\n";
   for (const auto& line : r.box.summary_lines()) std::cout << line << "\n";
   if (r.keypoints) {
@@ -102,6 +109,10 @@ Command add_val_command(CLI::App& root) {
                   "Ultralytics .pt, checkpoint (.ckpt) or safetensors weights (or model=FILE)");
   app->add_option("--data,-d", args->data, "data-set descriptor (default: the checkpoint's)");
   app->add_option("--split", args->split, "split to validate: val or train");
+  app->add_option(
+      "--model,-m", args->model,
+      "architecture of a safetensors state dict, e.g. yolo26n (model.arch); checkpoints and .pt "
+      "files name their own");
   app->add_option("--json-out", args->json_out, "write the stats as JSON");
   app->add_option("--save-json", args->save_json, "write the predictions (COCO results format)");
   app->add_flag("--plots", args->plots,
