@@ -8,6 +8,8 @@ Writes, under --out:
   <name>-random.pt         YOLO("<name>.yaml").save(...): random initialisation, as Model.save writes it
   <name>-trained/last.pt   one Ultralytics training epoch on coco-mini-yolo: last.pt (EMA, optimizer) and the
   <name>-trained/best.pt   stripped best.pt, exactly as the trainer leaves them
+  <name>-trained/epoch.pt  for yolo11n and yolo26n-pose: last.pt as the epoch's save wrote it, before the
+                           trainer's final strip (model None, ema set, optimizer kept): a run in progress
   <file>.state.safetensors the reference's own reading of each file: torch.load + (ema or model).float().state_dict()
   <file>.forward.safetensors the eval-mode raw head outputs of that model on a fixed 1x3x160x224 input
   <file>.predict.json      YOLO(<file>).predict on the coco-mini val images (imgsz 320, conf 0.02, CPU)
@@ -27,6 +29,7 @@ import torch
 
 RANDOM = ["yolov8n", "yolov8n-pose", "yolo11n", "yolo11n-pose", "yolo26n", "yolo26n-pose", "yolo11s"]
 TRAINED = ["yolov8n", "yolov8n-pose", "yolo11n", "yolo11n-pose", "yolo26n", "yolo26n-pose"]
+UNSTRIPPED = ["yolo11n", "yolo26n-pose"]  # also keep the epoch's last.pt before the final strip
 INPUT_SHAPE = (1, 3, 160, 224)  # not square: the anchors' row-major order is tested too
 PREDICT_IMGSZ = 320
 PREDICT_CONF = 0.02  # low: a one-epoch model has few confident boxes, and more boxes test more
@@ -167,14 +170,21 @@ def main():
         data = os.path.join(root, "pose.yaml" if "pose" in name else "detect.yaml")
         run = os.path.join(out, "runs", name)
         shutil.rmtree(run, ignore_errors=True)
-        torch.manual_seed(0)
-        YOLO(f"{name}.yaml").train(data=data, epochs=1, imgsz=160, batch=16, workers=0, device="cpu", plots=False,
-                                   amp=False, project=os.path.join(out, "runs"), name=name, exist_ok=True,
-                                   verbose=False, seed=0, deterministic=False)
         dst = os.path.join(out, f"{name}-trained")
         os.makedirs(dst, exist_ok=True)
-        for w in ("last.pt", "best.pt"):
-            shutil.copy(os.path.join(run, "weights", w), os.path.join(dst, w))
+        torch.manual_seed(0)
+        model = YOLO(f"{name}.yaml")
+        if name in UNSTRIPPED:
+            # on_model_save runs right after the epoch's save, before final_eval strips the files.
+            model.add_callback("on_model_save", lambda t, d=dst: shutil.copy(t.last, os.path.join(d, "epoch.pt")))
+        model.train(data=data, epochs=1, imgsz=160, batch=16, workers=0, device="cpu", plots=False,
+                                   amp=False, project=os.path.join(out, "runs"), name=name, exist_ok=True,
+                                   verbose=False, seed=0, deterministic=False)
+        for w in ("last.pt", "best.pt", "epoch.pt"):
+            if w == "epoch.pt" and name not in UNSTRIPPED:
+                continue
+            if w != "epoch.pt":
+                shutil.copy(os.path.join(run, "weights", w), os.path.join(dst, w))
             file = f"{name}-trained/{w}"
             record(file, name, reference_outputs(os.path.join(dst, w), os.path.join(dst, w), val_images))
         print(f"pt fixtures: {name} trained in {time.perf_counter() - start:.1f} s", flush=True)

@@ -43,7 +43,7 @@ config::ModelOptions no_options() { return config::ModelOptions{}; }
 TEST_CASE("every Ultralytics .pt fixture reads as the reference reads it",
           "[parity][weights][pt]") {
   const nlohmann::json files = manifest();
-  REQUIRE(files.size() >= 19);  // 7 random + 6 x (last, best)
+  REQUIRE(files.size() >= 21);  // 7 random + 6 x (last, best) + 2 epoch.pt
   for (const auto& [file, info] : files.items()) {
     INFO(file);
     const std::string path = test::golden("pt/" + file);
@@ -53,8 +53,11 @@ TEST_CASE("every Ultralytics .pt fixture reads as the reference reads it",
     CHECK(pt.names == info["names"].get<std::vector<std::string>>());
     CHECK(pt.scale == info["scale"].get<std::string>());
     // A finished run strips both last.pt and best.pt (model = the EMA, ema None), as Model.save
-    // writes model: every fixture's weights are its `model`.
-    CHECK(pt.weights_of == "model");
+    // writes model: their weights are `model`. An epoch's save (epoch.pt: a run in progress)
+    // writes model None and the EMA: those come from `ema`, with the epoch recorded.
+    const bool in_progress = file.find("epoch.pt") != std::string::npos;
+    CHECK(pt.weights_of == (in_progress ? "ema" : "model"));
+    if (in_progress) CHECK(pt.epoch == 0);
     CHECK(pt.dtype == "float16");
     if (file.find("trained") != std::string::npos) CHECK(pt.version == "8.4.190");
 
