@@ -93,3 +93,43 @@ TEST_CASE("yolo-style train from a .pt: the file's architecture, flat arguments"
   CHECK(unknown.exit_code == static_cast<int>(ExitCode::kConfig));
   CHECK(unknown.output.find("copy_paste_mode") != std::string::npos);
 }
+
+TEST_CASE("yolo train / val on a YOLO-format data set (Ultralytics data YAML + txt labels)",
+          "[smoke][cli][pt][yolo]") {
+  test::TempDir dir;
+  const std::string detect = pt("coco-mini-yolo/detect.yaml");
+  // The command, shrunk: 12 images at 64 px, one epoch.
+  const auto r = run_detrain("train model=" + pt("yolo11n-trained/best.pt") + " data=" + detect +
+                             " epochs=1 imgsz=64 batch=8 fraction=0.15 workers=0 device=cpu "
+                             "train.project=" +
+                             dir.path() + " train.name=y");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.output.find("transferred 499/499 items") != std::string::npos);
+  CHECK(fs::exists(dir.file("y/weights/best.ckpt")));
+
+  // val prints Ultralytics' per-class table before the COCO table: 48 images, and the class
+  // rows of the classes with ground truth.
+  const auto val = run_detrain("val -w " + dir.file("y/weights/best.ckpt") + " -d " + detect +
+                               " data.imgsz=64 --json-out " + dir.file("stats.json"));
+  INFO(val.output);
+  REQUIRE(val.exit_code == 0);
+  const std::string out = "\n" + val.output;  // the table may be the output's first line
+  const size_t header = out.find("\nclass ");
+  REQUIRE(header != std::string::npos);
+  const std::string header_line = out.substr(header + 1, out.find('\n', header + 1) - header - 1);
+  for (const char* column : {"images", "instances", "P(B)", "R(B)", "mAP50(B)", "mAP50-95(B)"})
+    CHECK(header_line.find(column) != std::string::npos);
+  CHECK(out.find("\nall ") != std::string::npos);
+  CHECK(out.find("\nperson ") != std::string::npos);
+  CHECK(out.find("\nbird ") != std::string::npos);
+  CHECK(read_text(dir.file("stats.json")).find("\"images\": 48") != std::string::npos);
+
+  // Pose: keypoint columns; one class, so no class rows (as Ultralytics prints it).
+  const auto pose = run_detrain("val -w " + pt("yolo11n-pose-trained/best.pt") + " -d " +
+                                pt("coco-mini-yolo/pose.yaml") + " data.imgsz=64");
+  INFO(pose.output);
+  REQUIRE(pose.exit_code == 0);
+  CHECK(pose.output.find("mAP50-95(P)") != std::string::npos);
+  CHECK(pose.output.find("\nperson ") == std::string::npos);
+}
