@@ -50,6 +50,7 @@ int run_predict(const PredictArgs& args) {
   } else {
     try {
       dataset = data::load_dataset(x.data.dataset, x.data.root);
+      train::use_file_class_names(m, *dataset);
     } catch (const Error&) {
       std::cerr << "detrain: note: " << x.data.dataset
                 << " is not readable here; classes are shown as indices\n";

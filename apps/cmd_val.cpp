@@ -40,7 +40,8 @@ int run_val(const ValArgs& args) {
   compat::apply_runtime(x.runtime);
   const torch::Device device = compat::parse_device(x.runtime.device);
   m.model->to(device);
-  const data::DatasetInfo dataset = data::load_dataset(x.data.dataset, x.data.root);
+  data::DatasetInfo dataset = data::load_dataset(x.data.dataset, x.data.root);
+  train::use_file_class_names(m, dataset);
   if (m.model->head()->options().pose() && !dataset.has_keypoints())
     throw DataError(x.data.dataset + " has no kpt_shape but " + weights +
                     " is a pose model; add kpt_shape, flip_idx and oks_sigmas to the descriptor");

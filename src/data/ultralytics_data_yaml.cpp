@@ -145,6 +145,12 @@ void read_keypoints(const Reader& r, const YAML::Node& doc, UltralyticsDataYaml&
 
 }  // namespace
 
+bool placeholder_class_names(const std::vector<std::string>& names) {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] != "class_" + std::to_string(i)) return false;
+  return !names.empty();
+}
+
 bool looks_like_ultralytics_data_yaml(const YAML::Node& doc) {
   if (!doc.IsMap()) return false;
   const YAML::Node train = doc["train"];

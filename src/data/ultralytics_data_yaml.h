@@ -21,6 +21,10 @@ struct UltralyticsDataYaml {
   std::vector<int64_t> flip_idx;              // [kpt_count] or empty
 };
 
+// True when `names` are the placeholders a data YAML with `nc` alone gets (class_0, class_1,
+// ...): a weights file's own names are then the better ones.
+bool placeholder_class_names(const std::vector<std::string>& names);
+
 // `names` or `nc` present and `train` a string or a list of strings.
 bool looks_like_ultralytics_data_yaml(const YAML::Node& doc);
 

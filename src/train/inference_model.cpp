@@ -1,12 +1,14 @@
 // See inference_model.h.
 #include "train/inference_model.h"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "common/errors.h"
+#include "data/ultralytics_data_yaml.h"
 #include "model/state_dict.h"
 #include "train/checkpoint.h"
 #include "train/initial_weights.h"
@@ -81,6 +83,14 @@ InferenceModel load_inference_model(const std::string& weights_or_run,
   }
   r.model->eval();
   return r;
+}
+
+void use_file_class_names(const InferenceModel& model, data::DatasetInfo& dataset) {
+  if (model.names.size() != dataset.names.size() || !data::placeholder_class_names(dataset.names))
+    return;
+  spdlog::info("{} names no classes ({} of class_N); using {}'s names", dataset.yaml_path,
+               dataset.names.size(), model.source);
+  dataset.names = model.names;
 }
 
 }  // namespace detrain::train

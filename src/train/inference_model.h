@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "data/dataset.h"
 #include "model/yolo_model.h"
 
 namespace detrain::train {
@@ -25,6 +26,10 @@ struct InferenceModel {
 // IoError for a missing file, ModelError for a file of another architecture or a corrupt one.
 InferenceModel load_inference_model(const std::string& weights, const config::ResolvedConfig& given,
                                     const std::vector<std::string>& overrides);
+
+// A data set whose names are placeholders (an Ultralytics data YAML with `nc` alone: class_0,
+// class_1, ...) takes the weights file's names when it carries as many.
+void use_file_class_names(const InferenceModel& model, data::DatasetInfo& dataset);
 
 // The resolved config a checkpoint was trained with, plus overrides.
 config::ResolvedConfig checkpoint_config(const std::string& config_yaml, const std::string& source,

@@ -125,6 +125,17 @@ TEST_CASE("yolo train / val on a YOLO-format data set (Ultralytics data YAML + t
   CHECK(out.find("\nbird ") != std::string::npos);
   CHECK(read_text(dir.file("stats.json")).find("\"images\": 48") != std::string::npos);
 
+  // A data YAML with `nc` alone names its classes class_0, ...: the .pt's names are used.
+  test::write_text(dir.file("nc-only.yaml"),
+                   "path: " + fs::path(detect).parent_path().string() +
+                       "/detect\ntrain: images/train\nval: images/val\nnc: 80\n");
+  const auto nc_only = run_detrain("val -w " + pt("yolo11n-trained/best.pt") + " -d " +
+                                   dir.file("nc-only.yaml") + " data.imgsz=64");
+  INFO(nc_only.output);
+  REQUIRE(nc_only.exit_code == 0);
+  CHECK(("\n" + nc_only.output).find("\nperson ") != std::string::npos);
+  CHECK(nc_only.output.find("class_0") == std::string::npos);
+
   // Pose: keypoint columns; one class, so no class rows (as Ultralytics prints it).
   const auto pose = run_detrain("val -w " + pt("yolo11n-pose-trained/best.pt") + " -d " +
                                 pt("coco-mini-yolo/pose.yaml") + " data.imgsz=64");
