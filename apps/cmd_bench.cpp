@@ -121,7 +121,10 @@ Kind add_eval(CLI::App& parent) {
   auto o = std::make_shared<bench::EvalBenchOptions>();
   app->add_option("--images", o->gt.images, "synthetic images")->check(CLI::Range(1, 1000000));
   app->add_option("--cats", o->gt.categories, "categories")->check(CLI::Range(1, 10000));
-  app->add_option("--dets-per-image", o->dets_per_image, "detections per image")
+  app->add_option("--iou-type", o->iou_type, "bbox, or keypoints (one person category, 17 points)")
+      ->check(CLI::IsMember({"bbox", "keypoints"}));
+  app->add_option("--dets-per-image", o->dets_per_image,
+                  "detections per image (default 100 for bbox, 20 for keypoints)")
       ->check(CLI::Range(1, 100000));
   app->add_option("--seed", o->gt.seed, "generator seed");
   app->add_option("--threads", o->threads, "loader and evaluator threads (0: every core)")

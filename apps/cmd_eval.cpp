@@ -14,6 +14,7 @@
 #include "common/timer.h"
 #include "eval/coco_eval.h"
 #include "eval/coco_json.h"
+#include "eval/coco_parallel.h"
 #include "eval/coco_report.h"
 
 namespace detrain::cli {
@@ -64,8 +65,10 @@ int run_eval(const EvalArgs& args) {
     spdlog::warn("{} holds no results: every category with ground truth scores 0", args.dt_path);
 
   clock.reset();
+  const double index_cpu_start = process_cpu_seconds();
   const eval::CocoEvaluator evaluator(gt, params, {args.threads});
   const double index_s = clock.seconds();
+  const double index_cpu_s = process_cpu_seconds() - index_cpu_start;
   const eval::CocoEvalResult result = evaluator.evaluate(dets);
   if (result.counts.dropped_unknown_category > 0)
     spdlog::warn(
@@ -87,8 +90,16 @@ int run_eval(const EvalArgs& args) {
         {"load_results", load_dt_s},
         {"evaluate", index_s + t.prepare_s + t.evaluate_s},
         {"accumulate", t.accumulate_s},
-        {"summarize", t.summarize_s}};
-    write_file_atomic(args.json_out, eval::stats_json(result, timing));
+        {"summarize", t.summarize_s},
+        {"evaluate_cpu", index_cpu_s + t.prepare_cpu_s + t.evaluate_cpu_s},
+        {"accumulate_cpu", t.accumulate_cpu_s},
+        {"summarize_cpu", t.summarize_cpu_s}};
+    // What this run held at its peak, so far (the bench reads it: its wait4 figure would count
+    // the memory of the bench that spawned it).
+    const std::vector<std::pair<std::string, double>> process = {
+        {"peak_rss_bytes", static_cast<double>(eval::process_peak_rss_bytes())},
+        {"threads", static_cast<double>(eval::resolve_threads(args.threads))}};
+    write_file_atomic(args.json_out, eval::stats_json(result, timing, process));
     spdlog::info("stats written to {}", args.json_out);
   }
   return 0;

@@ -117,3 +117,17 @@ if ! { [[ -x "$ref_venv/bin/python" ]] &&
     exit 1
   fi
 fi
+
+# ---- reference COCO evaluators for `detrain bench eval` --------------------------------------
+# hotcoco and faster-coco-eval, which nobody here wrote, are timed beside detrain's evaluator in
+# the same bench run (their rows appear only where they are installed). They go into .venv-ref,
+# whose Python the bench finds beside the build folder.
+eval_pins=(hotcoco==1.3.0 faster-coco-eval==1.8.0)
+if ! { compgen -G "$ref_venv/lib/python3*/site-packages/hotcoco-1.3.0.dist-info" >/dev/null &&
+       compgen -G "$ref_venv/lib/python3*/site-packages/faster_coco_eval-1.8.0.dist-info" >/dev/null; }; then
+  echo "setup.sh: installing the reference COCO evaluators (${eval_pins[*]}) into $ref_venv"
+  if ! "$ref_venv/bin/python" -m pip install -q --disable-pip-version-check "${eval_pins[@]}"; then
+    echo "setup.sh: pip could not install ${eval_pins[*]} into $ref_venv; check the network to PyPI, then run scripts/setup.sh again" >&2
+    exit 1
+  fi
+fi

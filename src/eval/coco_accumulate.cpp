@@ -104,30 +104,52 @@ TpEvents walk(AccumulateScratch& s, const OutcomeWord* area_bits, int words, siz
   int64_t* ignored_count = s.ignored.data();
   int64_t* ignored_all = s.ignored_all.data();
   const OutcomeWord* mask = s.word_mask.data();
-  for (size_t k = 0; k < count; ++k) {
-    const size_t i = kept ? kept[k] : k;
-    const int64_t position = static_cast<int64_t>(k);
-    const OutcomeWord* bits = area_bits + i * pair;
-    for (int w = 0; w < words; ++w) {
-      OutcomeWord tp_bits = bits[w];
-      OutcomeWord ignored_bits = bits[words + w];
-      if ((tp_bits | ignored_bits) == 0) continue;  // a false positive at every threshold
-      if (ignored_bits == mask[w]) {
-        ++ignored_all[w];
-        continue;
+  // A TP event at sorted entry i, the k-th kept one, for the thresholds in tp_bits (word w).
+  const auto record_tps = [&](size_t i, size_t k, int w, OutcomeWord tp_bits, int64_t all_before) {
+    const size_t t0 = static_cast<size_t>(w) * kOutcomeWordBits;
+    for (; tp_bits; tp_bits &= tp_bits - 1) {
+      const size_t t = t0 + static_cast<size_t>(__builtin_ctz(tp_bits));
+      const int64_t tp = ++tp_count[t];
+      if (static_cast<size_t>(tp) > max_tp)
+        throw std::logic_error("coco accumulate: more true positives than GTs");
+      const size_t at = t * events.stride + static_cast<size_t>(tp);
+      s.fp_at_tp[at] = static_cast<int64_t>(k) - (tp - 1) - all_before - ignored_count[t];
+      s.score_at_tp[at] = s.sorted_score[i];
+    }
+  };
+  const auto record_ignored = [&](int w, OutcomeWord ignored_bits) {
+    const size_t t0 = static_cast<size_t>(w) * kOutcomeWordBits;
+    for (; ignored_bits; ignored_bits &= ignored_bits - 1)
+      ++ignored_count[t0 + static_cast<size_t>(__builtin_ctz(ignored_bits))];
+  };
+  // Nearly every detection is a false positive at every threshold or ignored at every one
+  // (outside an area range): one well-predicted branch skips both, the count is added without
+  // a branch. Ignored at every threshold implies no true positive.
+  if (words == 1) {  // up to 16 thresholds (COCO's 10): counters in registers
+    const OutcomeWord all_mask = mask[0];
+    int64_t all_ignored = 0;
+    for (size_t k = 0; k < count; ++k) {
+      const size_t i = kept ? kept[k] : k;
+      const OutcomeWord tp_bits = area_bits[2 * i], ignored_bits = area_bits[2 * i + 1];
+      const bool every = ignored_bits == all_mask;
+      all_ignored += every;
+      if (((tp_bits | ignored_bits) == 0) | every) continue;
+      record_tps(i, k, 0, tp_bits, all_ignored);
+      record_ignored(0, ignored_bits);
+    }
+    ignored_all[0] = all_ignored;
+  } else {
+    for (size_t k = 0; k < count; ++k) {
+      const size_t i = kept ? kept[k] : k;
+      const OutcomeWord* bits = area_bits + i * pair;
+      for (int w = 0; w < words; ++w) {
+        const OutcomeWord tp_bits = bits[w], ignored_bits = bits[words + w];
+        const bool every = ignored_bits == mask[w];
+        ignored_all[w] += every;
+        if (((tp_bits | ignored_bits) == 0) | every) continue;
+        record_tps(i, k, w, tp_bits, ignored_all[w]);
+        record_ignored(w, ignored_bits);
       }
-      const size_t t0 = static_cast<size_t>(w) * kOutcomeWordBits;
-      for (; tp_bits; tp_bits &= tp_bits - 1) {
-        const size_t t = t0 + static_cast<size_t>(__builtin_ctz(tp_bits));
-        const int64_t tp = ++tp_count[t];
-        if (static_cast<size_t>(tp) > max_tp)
-          throw std::logic_error("coco accumulate: more true positives than GTs");
-        const size_t at = t * events.stride + static_cast<size_t>(tp);
-        s.fp_at_tp[at] = position - (tp - 1) - ignored_all[w] - ignored_count[t];
-        s.score_at_tp[at] = s.sorted_score[i];
-      }
-      for (; ignored_bits; ignored_bits &= ignored_bits - 1)
-        ++ignored_count[t0 + static_cast<size_t>(__builtin_ctz(ignored_bits))];
     }
   }
   events.detections = static_cast<int64_t>(count);
@@ -185,14 +207,19 @@ void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells,
 
   // One sort for every area range and maxDets, by score and then slot (= image, then rank in
   // the cell): numpy's stable order after concatenating the cells by image.
-  s.entries.clear();
+  size_t num_entries = 0;
   uint32_t max_rank = 0;
+  for (size_t c = 0; c < num_cells; ++c) {
+    num_entries += static_cast<size_t>(cells[c].num_slots);
+    if (cells[c].num_slots > 0)
+      max_rank = std::max(max_rank, static_cast<uint32_t>(cells[c].num_slots - 1));
+  }
+  s.entries.resize(num_entries);
+  AccumulateScratch::Entry* entry = s.entries.data();
   for (size_t c = 0; c < num_cells; ++c)
     for (int32_t r = 0; r < cells[c].num_slots; ++r) {
       const int64_t slot = cells[c].slot_begin + r;
-      s.entries.push_back(
-          {in.slot_score[slot], static_cast<uint32_t>(slot), static_cast<uint32_t>(r)});
-      max_rank = std::max(max_rank, static_cast<uint32_t>(r));
+      *entry++ = {in.slot_score[slot], static_cast<uint32_t>(slot), static_cast<uint32_t>(r)};
     }
   sort_by_score_stable(s.entries, s.radix_buffer);
 
@@ -211,8 +238,10 @@ void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells,
     const auto& e = s.entries[i];
     s.sorted_score[i] = e.score;
     const OutcomeWord* bits = in.outcome + outcome_offset(e.slot, 0, A, words);
-    for (size_t a = 0; a < A; ++a)
-      std::copy(bits + a * pair, bits + (a + 1) * pair, s.sorted_bits.data() + (a * n + i) * pair);
+    for (size_t a = 0; a < A; ++a) {
+      OutcomeWord* to = s.sorted_bits.data() + (a * n + i) * pair;
+      for (size_t w = 0; w < pair; ++w) to[w] = bits[a * pair + w];
+    }
   }
   // Per maxDets, the sorted positions it keeps (ranks below it); empty when it keeps them all.
   s.kept.resize(M);
@@ -237,6 +266,16 @@ void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells,
     for (size_t m = 0; m < M; ++m) {
       const bool all = static_cast<int64_t>(max_rank) < max_dets[m];
       const size_t count = all ? n : s.kept[m].size();
+      // maxDets keep nested sets: one that keeps as many detections as the previous keeps the
+      // same ones, and gives the same curve (common: 10 and 100 keep every detection of a cell).
+      const bool previous_all = m > 0 && static_cast<int64_t>(max_rank) < max_dets[m - 1];
+      if (m > 0 && count == (previous_all ? n : s.kept[m - 1].size())) {
+        const size_t from = a * M + m - 1, to = a * M + m;
+        std::copy(recall + from * T, recall + (from + 1) * T, recall + to * T);
+        std::copy(precision + from * T * R, precision + (from + 1) * T * R, precision + to * T * R);
+        std::copy(scores + from * T * R, scores + (from + 1) * T * R, scores + to * T * R);
+        continue;
+      }
       const TpEvents events =
           walk(s, area_bits, words, T, npig, all ? nullptr : s.kept[m].data(), count);
       sample_precision(s, events, npig, T, R, recall + (a * M + m) * T,

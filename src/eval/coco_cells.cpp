@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "common/errors.h"
+#include "eval/coco_memory.h"
 #include "eval/coco_parallel.h"
 
 namespace detrain::eval {
@@ -42,31 +43,64 @@ std::vector<int64_t> sorted_unique(std::vector<int64_t> ids) {
   return ids;
 }
 
-// Stable counting sort: positions of `order`'s items grouped by key (in [0, buckets)), their
-// order kept inside a bucket.
+// Stable counting sort of items 0 .. n-1 by key (in [0, buckets)): place(i, position) is called
+// once per item with its position in the sorted order (items of one key keep their order).
+// Large inputs are counted and placed in blocks on `threads` threads: block k's items of a key
+// go after blocks 0..k-1's, so every position is the same whatever the split.
+template <class KeyOf, class Place>
+void stable_scatter(size_t n, size_t buckets, KeyOf key_of, Place place, int threads) {
+  constexpr size_t kMinBlock = size_t{1} << 16;
+  size_t blocks = std::min<size_t>(static_cast<size_t>(std::max(threads, 1)), n / kMinBlock);
+  // Per-block counts cost blocks x buckets: keep them within twice the input.
+  while (blocks > 1 && blocks * buckets > 2 * n) --blocks;
+  blocks = std::max<size_t>(blocks, 1);
+  const size_t block_size = (n + blocks - 1) / blocks;
+  std::vector<int32_t> next(blocks * buckets, 0);  // [block, key]: counts, then positions
+  parallel_chunks(blocks, 1, threads, [&](int, size_t b0, size_t b1) {
+    for (size_t b = b0; b < b1; ++b) {
+      int32_t* count = next.data() + b * buckets;
+      for (size_t i = b * block_size, end = std::min(n, (b + 1) * block_size); i < end; ++i)
+        ++count[static_cast<size_t>(key_of(i))];
+    }
+  });
+  int32_t offset = 0;
+  for (size_t key = 0; key < buckets; ++key)
+    for (size_t b = 0; b < blocks; ++b) {
+      int32_t& slot = next[b * buckets + key];
+      const int32_t count = slot;
+      slot = offset;
+      offset += count;
+    }
+  parallel_chunks(blocks, 1, threads, [&](int, size_t b0, size_t b1) {
+    for (size_t b = b0; b < b1; ++b) {
+      int32_t* position = next.data() + b * buckets;
+      for (size_t i = b * block_size, end = std::min(n, (b + 1) * block_size); i < end; ++i)
+        place(i, static_cast<size_t>(position[static_cast<size_t>(key_of(i))]++));
+    }
+  });
+}
+
+// `order`'s items grouped by key (in [0, buckets)), their order kept inside a key.
 template <class KeyOf>
-std::vector<int32_t> stable_bucket(const std::vector<int32_t>& order, size_t buckets,
-                                   KeyOf key_of) {
-  std::vector<int32_t> begin(buckets + 1, 0);
-  for (int32_t item : order) ++begin[static_cast<size_t>(key_of(item)) + 1];
-  for (size_t b = 0; b < buckets; ++b) begin[b + 1] += begin[b];
+std::vector<int32_t> stable_bucket(const std::vector<int32_t>& order, size_t buckets, KeyOf key_of,
+                                   int threads = 1) {
   std::vector<int32_t> sorted(order.size());
-  for (int32_t item : order)
-    sorted[static_cast<size_t>(begin[static_cast<size_t>(key_of(item))]++)] = item;
+  stable_scatter(
+      order.size(), buckets, [&](size_t i) { return key_of(order[i]); },
+      [&](size_t i, size_t position) { sorted[position] = order[i]; }, threads);
   return sorted;
 }
 
-// Entries sorted by (cell category, image, pooled category) with their given order kept inside
+// `order` sorted by (cell category, image, pooled category) with its given order kept inside
 // (least significant key first). `cell_category` is the category index, or 0 for every entry
 // when categories are pooled (use_cats off: a cell is an image, categories ascending inside).
 template <class ImageOf, class CategoryOf>
-std::vector<int32_t> cell_order(size_t n, size_t num_images, size_t num_categories, bool pooled,
-                                ImageOf image_of, CategoryOf category_of) {
-  std::vector<int32_t> order(n);
-  std::iota(order.begin(), order.end(), 0);
-  if (pooled) order = stable_bucket(order, num_categories, category_of);
-  order = stable_bucket(order, num_images, image_of);
-  if (!pooled) order = stable_bucket(order, num_categories, category_of);
+std::vector<int32_t> cell_order(std::vector<int32_t> order, size_t num_images,
+                                size_t num_categories, bool pooled, ImageOf image_of,
+                                CategoryOf category_of, int threads = 1) {
+  if (pooled) order = stable_bucket(order, num_categories, category_of, threads);
+  order = stable_bucket(order, num_images, image_of, threads);
+  if (!pooled) order = stable_bucket(order, num_categories, category_of, threads);
   return order;
 }
 
@@ -150,8 +184,10 @@ GtIndex build_gt_index(const CocoGroundTruth& gt, const CocoParams& params) {
   }
 
   const bool pooled = !params.use_cats;
+  std::vector<int32_t> positions(entries.size());
+  std::iota(positions.begin(), positions.end(), 0);
   const std::vector<int32_t> order = cell_order(
-      entries.size(), num_images, num_categories, pooled,
+      std::move(positions), num_images, num_categories, pooled,
       [&](int32_t e) { return entries[static_cast<size_t>(e)].image; },
       [&](int32_t e) { return entries[static_cast<size_t>(e)].category; });
   const size_t num_entries = entries.size();
@@ -179,11 +215,20 @@ GtIndex build_gt_index(const CocoGroundTruth& gt, const CocoParams& params) {
   return index;
 }
 
+void release_detection_fields(CellTable& table) {
+  FillBuffer<int32_t>().swap(table.dt_index);
+  FillBuffer<double>().swap(table.dt_score);
+  FillBuffer<BoxXywh>().swap(table.dt_box);
+  FillBuffer<double>().swap(table.dt_area);
+}
+
 CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const CocoParams& params,
                       int threads, CocoEvalCounts& counts) {
   const size_t n = dets.size();
   const size_t num_images = index.image_ids.size();
-  std::vector<int32_t> det_image(n), det_category(n);
+  FillBuffer<int32_t> det_image, det_category;  // det_category is read only where det_image >= 0
+  resize_large(det_image, n);
+  resize_large(det_category, n);
   // Lookups in parallel blocks; per-block findings are combined in block order so errors and
   // counts do not depend on the thread count.
   constexpr size_t kBlock = 1 << 15;
@@ -246,42 +291,63 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
 
   const bool pooled = !params.use_cats;
   const size_t num_categories = index.category_ids.size();
-  std::vector<int32_t> kept;
-  kept.reserve(in_cells);
-  for (size_t i = 0; i < n; ++i)
-    if (det_image[i] >= 0) kept.push_back(static_cast<int32_t>(i));
-  const std::vector<int32_t> order = cell_order(
-      kept.size(), num_images, num_categories, pooled,
-      [&](int32_t k) { return det_image[static_cast<size_t>(kept[static_cast<size_t>(k)])]; },
-      [&](int32_t k) { return det_category[static_cast<size_t>(kept[static_cast<size_t>(k)])]; });
-
-  // Detection fields gathered into cell order, so the cell phase reads contiguous memory.
+  const size_t m = in_cells;
+  // Detection fields in cell order, so the cell phase reads contiguous memory.
   CellTable table;
-  const size_t m = kept.size();
-  table.dt_index.resize(m);
-  table.dt_score.resize(m);
-  table.dt_box.resize(m);
-  table.dt_area.resize(m);
-  std::vector<uint64_t> dt_cell_key(m);  // (cell category, image) per detection, for the merge
-  parallel_chunks(m, kBlock, threads, [&](int, size_t begin, size_t end) {
-    constexpr size_t kPrefetchAhead = 16;  // random reads: keep several misses in flight
-    for (size_t j = begin; j < end; ++j) {
-      if (j + kPrefetchAhead < end) {
-        const size_t ahead =
-            static_cast<size_t>(kept[static_cast<size_t>(order[j + kPrefetchAhead])]);
-        __builtin_prefetch(&dets.bbox[ahead]);
-        __builtin_prefetch(&dets.score[ahead]);
-        __builtin_prefetch(&det_image[ahead]);
+  resize_large(table.dt_index, m);
+  resize_large(table.dt_score, m);
+  resize_large(table.dt_box, m);
+  resize_large(table.dt_area, m);
+  FillBuffer<uint64_t> dt_cell_key;  // (cell category, image) per detection, for the merge
+  resize_large(dt_cell_key, m);
+  const auto put = [&](size_t i, size_t j) {
+    table.dt_index[j] = static_cast<int32_t>(i);
+    table.dt_score[j] = dets.score[i];
+    table.dt_box[j] = dets.bbox[i];
+    table.dt_area[j] = dets.area[i];
+    dt_cell_key[j] = (static_cast<uint64_t>(pooled ? 0 : det_category[i]) << 32) |
+                     static_cast<uint32_t>(det_image[i]);
+  };
+  // One counting sort on the whole cell key (category, image; pooled: image, category) when
+  // its range is not much larger than the input: it reads the results in file order and writes
+  // each to its place, where sorting positions first and gathering after would read them in
+  // random order. Results outside every cell sort last and are not placed.
+  const size_t cell_keys = num_images * std::max<size_t>(num_categories, 1);
+  if (num_categories > 0 && cell_keys <= 4 * n) {
+    const auto cell_key = [&](size_t i) {
+      if (det_image[i] < 0) return cell_keys;
+      const auto image = static_cast<size_t>(det_image[i]);
+      const auto category = static_cast<size_t>(det_category[i]);
+      return pooled ? image * num_categories + category : category * num_images + image;
+    };
+    stable_scatter(
+        n, cell_keys + 1, cell_key,
+        [&](size_t i, size_t j) {
+          if (j < m) put(i, j);
+        },
+        threads);
+  } else {
+    std::vector<int32_t> kept;
+    kept.reserve(in_cells);
+    for (size_t i = 0; i < n; ++i)
+      if (det_image[i] >= 0) kept.push_back(static_cast<int32_t>(i));
+    const std::vector<int32_t> order = cell_order(
+        std::move(kept), num_images, num_categories, pooled,
+        [&](int32_t i) { return det_image[static_cast<size_t>(i)]; },
+        [&](int32_t i) { return det_category[static_cast<size_t>(i)]; }, threads);
+    parallel_chunks(m, kBlock, threads, [&](int, size_t begin, size_t end) {
+      constexpr size_t kPrefetchAhead = 16;  // random reads: keep several misses in flight
+      for (size_t j = begin; j < end; ++j) {
+        if (j + kPrefetchAhead < end) {
+          const auto ahead = static_cast<size_t>(order[j + kPrefetchAhead]);
+          __builtin_prefetch(&dets.bbox[ahead]);
+          __builtin_prefetch(&dets.score[ahead]);
+          __builtin_prefetch(&det_image[ahead]);
+        }
+        put(static_cast<size_t>(order[j]), j);
       }
-      const size_t i = static_cast<size_t>(kept[static_cast<size_t>(order[j])]);
-      table.dt_index[j] = static_cast<int32_t>(i);
-      table.dt_score[j] = dets.score[i];
-      table.dt_box[j] = dets.bbox[i];
-      table.dt_area[j] = dets.area[i];
-      dt_cell_key[j] = (static_cast<uint64_t>(pooled ? 0 : det_category[i]) << 32) |
-                       static_cast<uint32_t>(det_image[i]);
-    }
-  });
+    });
+  }
 
   // Cells: runs of equal (cell category, image) in the GT entries and the detections, merged.
   const auto gt_key = [&](size_t e) {
@@ -292,6 +358,7 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
   const size_t num_gt = index.entry_image.size();
   const int64_t max_det = params.max_dets.empty() ? 0 : params.max_dets.back();
   table.category_begin.assign((pooled ? 1 : num_categories) + 1, 0);
+  reserve_large(table.cells, num_gt + m);  // every cell holds a GT or a detection
   size_t g = 0, d = 0;
   int64_t slot = 0;
   while (g < num_gt || d < m) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "eval/coco_eval.h"
+#include "eval/coco_memory.h"
 #include "eval/coco_types.h"
 
 namespace detrain::eval {
@@ -80,12 +81,16 @@ struct CellTable {
   std::vector<Cell> cells;              // category-major, images ascending inside
   std::vector<int32_t> category_begin;  // [K + 1] cell ranges per category
   // Detections in cell order (file order inside a cell), fields gathered for locality.
-  std::vector<int32_t> dt_index;  // index into CocoDetections
-  std::vector<double> dt_score;
-  std::vector<BoxXywh> dt_box;
-  std::vector<double> dt_area;
+  FillBuffer<int32_t> dt_index;  // index into CocoDetections
+  FillBuffer<double> dt_score;
+  FillBuffer<BoxXywh> dt_box;
+  FillBuffer<double> dt_area;
   int64_t num_slots = 0;
 };
+
+// Frees the per-detection fields (dt_*) once the cell phase has read them; cells and category
+// ranges stay for accumulate().
+void release_detection_fields(CellTable& table);
 
 // Groups detections into cells. Throws DataError for a result whose image is not in the ground
 // truth or whose score/box is NaN; counts results of unknown categories.

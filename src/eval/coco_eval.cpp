@@ -12,6 +12,7 @@
 #include "eval/coco_accumulate.h"
 #include "eval/coco_cells.h"
 #include "eval/coco_match.h"
+#include "eval/coco_memory.h"
 #include "eval/coco_numeric.h"
 #include "eval/coco_parallel.h"
 #include "eval/coco_summarize.h"
@@ -108,9 +109,9 @@ namespace {
 // What the cell phase leaves for accumulate(): per kept detection (slot) its score and outcome
 // bits, per cell and area range the count of non-ignored GTs.
 struct CellOutcomes {
-  std::vector<double> slot_score;    // [S]
-  std::vector<OutcomeWord> outcome;  // [S, A, 2W]
-  std::vector<int32_t> npig;         // [cells, A]
+  FillBuffer<double> slot_score;    // [S]
+  FillBuffer<OutcomeWord> outcome;  // [S, A, 2W]
+  FillBuffer<int32_t> npig;         // [cells, A]
 };
 
 // Sorts each cell's detections, computes its IoU/OKS matrix once and matches it for every area
@@ -125,9 +126,9 @@ CellOutcomes match_cells(const CocoParams& p, const GtIndex& index, const CocoGr
   const size_t S = static_cast<size_t>(table.num_slots);
   const int words = outcome_words(p.iou_thresholds.size());
   CellOutcomes out;
-  out.slot_score.resize(S);
-  out.outcome.resize(outcome_offset(S, 0, A, words));
-  out.npig.resize(table.cells.size() * A);
+  resize_large(out.slot_score, S);
+  resize_large(out.outcome, outcome_offset(S, 0, A, words));
+  resize_large(out.npig, table.cells.size() * A);
   std::vector<CellScratch> scratch(static_cast<size_t>(threads));
   const MatchSetup setup = make_match_setup(p.iou_thresholds, p.area_ranges);
   parallel_chunks(table.cells.size(), 32, threads, [&](int worker, size_t begin, size_t end) {
@@ -177,7 +178,7 @@ CellOutcomes match_cells(const CocoParams& p, const GtIndex& index, const CocoGr
             s.keypoints.dt_rows[d] =
                 dets.keypoints.data() + static_cast<size_t>(table.dt_index[j]) * k3;
           }
-          keypoint_oks(s.keypoints, gts, num_dt, s.ious.data());
+          keypoint_oks(s.keypoints, gts, num_dt, s.ious.data(), setup.lowest_threshold);
         } else {
           box_ious(cell_dets, gts, s.ious.data());
         }
@@ -200,8 +201,8 @@ void accumulate_categories(const CocoParams& p, const CellTable& table,
   const size_t T = p.iou_thresholds.size(), R = p.recall_thresholds.size();
   const size_t K = result.category_ids.size(), A = p.area_ranges.size(), M = p.max_dets.size();
   const size_t block = A * M * T * R;
-  result.precision.resize(T * R * K * A * M);
-  result.scores.resize(T * R * K * A * M);
+  resize_large(result.precision, T * R * K * A * M);
+  resize_large(result.scores, T * R * K * A * M);
   result.recall.resize(T * K * A * M);
   const AccumulateInput input{cells_out.slot_score.data(),
                               cells_out.outcome.data(),
@@ -281,11 +282,14 @@ CocoEvalResult CocoEvaluator::evaluate(const CocoDetections& dets) const {
     clock.reset();
     cpu = process_cpu_seconds();
   };
-  const CellTable table = build_cells(index, dets, p, threads, result.counts);
+  CellTable table = build_cells(index, dets, p, threads, result.counts);
   lap(result.timing.prepare_s, result.timing.prepare_cpu_s);
 
   // evaluate(): one similarity matrix per cell, matched for every area range and threshold.
   const CellOutcomes outcomes = match_cells(p, index, *st.gt, st.variances, table, dets, threads);
+  // The detections' gathered fields are done with: freed now, their memory takes
+  // accumulate()'s arrays instead of fresh pages (each first touch is a page fault).
+  release_detection_fields(table);
   lap(result.timing.evaluate_s, result.timing.evaluate_cpu_s);
 
   // accumulate(): one category per work item.

@@ -12,10 +12,16 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "coco/json_fields.h"
 #include "common/errors.h"
 #include "common/json_cursor.h"
+#include "eval/coco_memory.h"
 #include "eval/coco_parallel.h"
 
 namespace detrain::eval {
@@ -151,50 +157,103 @@ ResultsLayout decide_layout(JsonCursor& cursor, const ResultRecord& first, IouTy
   return layout;
 }
 
-void append_result(JsonCursor& cursor, const ResultRecord& r, size_t index,
-                   const ResultsLayout& layout, CocoDetections& dets) {
+// Every column sized for `n` results (keypoints: n * 3K values).
+void resize_columns(CocoDetections& d, size_t n) {
+  const size_t k3 = 3 * static_cast<size_t>(d.keypoints_per_instance);
+  resize_large(d.image_id, n);
+  resize_large(d.category_id, n);
+  resize_large(d.score, n);
+  resize_large(d.bbox, n);
+  resize_large(d.area, n);
+  resize_large(d.keypoints, n * k3);
+}
+
+// Moves `count` results from position `from` down to `to` (to <= from).
+void move_results(CocoDetections& d, size_t from, size_t to, size_t count) {
+  if (from == to || count == 0) return;
+  const auto move = [&](auto& column, size_t width) {
+    std::copy(column.begin() + static_cast<std::ptrdiff_t>(from * width),
+              column.begin() + static_cast<std::ptrdiff_t>((from + count) * width),
+              column.begin() + static_cast<std::ptrdiff_t>(to * width));
+  };
+  move(d.image_id, 1);
+  move(d.category_id, 1);
+  move(d.score, 1);
+  move(d.bbox, 1);
+  move(d.area, 1);
+  move(d.keypoints, 3 * static_cast<size_t>(d.keypoints_per_instance));
+}
+
+// Checks one result against the layout and writes it at position `at` of the sized columns,
+// with the fields CocoDetections::add / add_keypoints_only would give it.
+void store_result(JsonCursor& cursor, const ResultRecord& r, size_t index,
+                  const ResultsLayout& layout, CocoDetections& dets, size_t at) {
   if (!r.has_image) fail_missing(cursor, r, index, "image_id");
   if (!r.has_category) fail_missing(cursor, r, index, "category_id");
   if (!r.has_score) fail_missing(cursor, r, index, "score");
+  const size_t k3 = 3 * static_cast<size_t>(layout.keypoints_per_instance);
   if (layout.want_keypoints) {
     if (!r.has_keypoints) fail_missing(cursor, r, index, "keypoints");
-    if (r.keypoints.size() != 3 * static_cast<size_t>(layout.keypoints_per_instance))
+    if (r.keypoints.size() != k3)
       cursor.fail_content("result " + std::to_string(index) + " has " +
                               std::to_string(r.keypoints.size()) +
-                              " keypoint values; the first result has " +
-                              std::to_string(3 * layout.keypoints_per_instance),
+                              " keypoint values; the first result has " + std::to_string(k3),
                           r.at);
   }
+  BoxXywh box = r.box;
   if (!layout.boxes) {
-    dets.add_keypoints_only(r.image_id, r.category_id, r.score, r.keypoints.data());
-    return;
+    box = keypoint_extent(r.keypoints.data(), layout.keypoints_per_instance);
+  } else {
+    if (!r.has_bbox) fail_missing(cursor, r, index, "bbox");  // or an empty one
+    if (r.box_values != 4)
+      cursor.fail_content("result " + std::to_string(index) + ": 'bbox' has " +
+                              std::to_string(r.box_values) + " values, expected [x, y, w, h]",
+                          r.at);
   }
-  if (!r.has_bbox) fail_missing(cursor, r, index, "bbox");  // or an empty one
-  if (r.box_values != 4)
-    cursor.fail_content("result " + std::to_string(index) + ": 'bbox' has " +
-                            std::to_string(r.box_values) + " values, expected [x, y, w, h]",
-                        r.at);
-  if (layout.want_keypoints)
-    dets.add(r.image_id, r.category_id, r.box, r.score, r.keypoints.data());
-  else
-    dets.add(r.image_id, r.category_id, r.box, r.score);
+  dets.image_id[at] = r.image_id;
+  dets.category_id[at] = r.category_id;
+  dets.score[at] = r.score;
+  dets.bbox[at] = box;
+  dets.area[at] = box.w * box.h;
+  if (k3 > 0) std::copy(r.keypoints.begin(), r.keypoints.end(), dets.keypoints.begin() + at * k3);
 }
 
-enum class RunEnd { kArrayClosed, kReachedStop, kOvershot };
+enum class RunEnd { kArrayClosed, kReachedStop, kOvershot, kFull };
 
-// Reads results from the cursor (at an element's first byte) until the list closes, or until
-// the cursor lands on byte `stop` right after a top-level comma. Passing `stop` without landing
-// on it means `stop` was no element boundary (it lay inside a string or a nested value).
-RunEnd read_result_run(JsonCursor& cursor, size_t stop, size_t first_index,
-                       const ResultsLayout& layout, CocoDetections& dets) {
+struct Run {
+  RunEnd end = RunEnd::kArrayClosed;
+  size_t count = 0;  // results read
+};
+
+// Reads results from the cursor (at an element's first byte) into positions `at`, `at` + 1, ...
+// (at most `room` of them) until the list closes, or until the cursor lands on byte `stop` right
+// after a top-level comma. Passing `stop` without landing on it means `stop` was no element
+// boundary (it lay inside a string or a nested value).
+Run read_result_run(JsonCursor& cursor, size_t stop, size_t first_index,
+                    const ResultsLayout& layout, CocoDetections& dets, size_t at, size_t room) {
   ResultRecord r;
+  Run run;
   for (size_t index = first_index;; ++index) {
-    read_result(cursor, index, layout.want_keypoints, r);
-    append_result(cursor, r, index, layout, dets);
-    if (!cursor.comma_or_close(']')) return RunEnd::kArrayClosed;
+    read_result(cursor, index, layout.want_keypoints, r);  // a non-object fails here
+    if (run.count == room) {
+      run.end = RunEnd::kFull;
+      return run;
+    }
+    store_result(cursor, r, index, layout, dets, at + run.count);
+    ++run.count;
+    if (!cursor.comma_or_close(']')) {
+      run.end = RunEnd::kArrayClosed;
+      return run;
+    }
     cursor.peek();
-    if (cursor.offset() == stop) return RunEnd::kReachedStop;
-    if (cursor.offset() > stop) return RunEnd::kOvershot;
+    if (cursor.offset() == stop) {
+      run.end = RunEnd::kReachedStop;
+      return run;
+    }
+    if (cursor.offset() > stop) {
+      run.end = RunEnd::kOvershot;
+      return run;
+    }
   }
 }
 
@@ -214,48 +273,69 @@ size_t next_element_candidate(JsonInput input, size_t from) {
   return std::string::npos;
 }
 
-void append_columns(CocoDetections& to, const CocoDetections& from) {
-  to.image_id.insert(to.image_id.end(), from.image_id.begin(), from.image_id.end());
-  to.category_id.insert(to.category_id.end(), from.category_id.begin(), from.category_id.end());
-  to.score.insert(to.score.end(), from.score.begin(), from.score.end());
-  to.bbox.insert(to.bbox.end(), from.bbox.begin(), from.bbox.end());
-  to.area.insert(to.area.end(), from.area.begin(), from.area.end());
-  to.keypoints.insert(to.keypoints.end(), from.keypoints.begin(), from.keypoints.end());
+// An upper bound on the results that start in [begin, end): each is an object, with its own '{'.
+// Counted 16 bytes at a time (std::count goes byte by byte), in 8-bit lanes summed every 255
+// blocks before they can overflow.
+size_t results_bound(JsonInput text, size_t begin, size_t end) {
+  const char* p = text.data() + begin;
+  const char* const stop = text.data() + end;
+  size_t total = 0;
+#if defined(__SSE2__)
+  const __m128i brace = _mm_set1_epi8('{');
+  while (stop - p >= 16) {
+    __m128i lanes = _mm_setzero_si128();
+    for (int block = 0; block < 255 && stop - p >= 16; ++block, p += 16) {
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      lanes = _mm_sub_epi8(lanes, _mm_cmpeq_epi8(bytes, brace));  // a match is -1
+    }
+    const __m128i sums = _mm_sad_epu8(lanes, _mm_setzero_si128());
+    total += static_cast<size_t>(_mm_cvtsi128_si64(sums)) +
+             static_cast<size_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums)));
+  }
+#endif
+  for (; p < stop; ++p) total += *p == '{';
+  return total;
 }
 
-// Parses the results after the first one in chunks on `threads` threads, each chunk starting at
-// a candidate element boundary. Returns false (and leaves `dets` as it was) when a boundary
-// proves false or any chunk fails; the caller then parses sequentially, which also gives
-// errors their exact result index.
-bool read_results_parallel(JsonInput text, const std::string& source, size_t begin,
-                           const ResultsLayout& layout, int threads, CocoDetections& dets) {
+// Parses the results from byte `begin` on (result 1 on; result 0 is in place) in chunks on
+// `threads` threads, each chunk starting at a candidate element boundary and writing straight
+// into its own range of the columns, which are then closed up. Returns the number of results,
+// or 0 when a boundary proves false or any chunk fails: the caller then parses sequentially,
+// which also gives errors their exact result index.
+size_t read_results_parallel(JsonInput text, const std::string& source, size_t begin,
+                             const ResultsLayout& layout, int threads, CocoDetections& dets) {
   constexpr size_t kMinChunk = size_t{2} << 20;
   const size_t remaining = text.size() - begin;
   const size_t chunks = std::min<size_t>(static_cast<size_t>(threads) * 4, remaining / kMinChunk);
-  if (threads < 2 || chunks < 2) return false;
+  if (threads < 2 || chunks < 2) return 0;
   std::vector<size_t> starts = {begin};
   for (size_t i = 1; i < chunks; ++i) {
     const size_t candidate = next_element_candidate(text, begin + i * (remaining / chunks));
     if (candidate == std::string::npos) break;
     if (candidate > starts.back()) starts.push_back(candidate);
   }
-  std::vector<CocoDetections> parts(starts.size());
-  std::vector<uint8_t> ok(starts.size(), 0);
-  parallel_chunks(starts.size(), 1, threads, [&](int, size_t first, size_t last) {
+  const size_t n = starts.size();
+  std::vector<size_t> room(n), offset(n + 1, 1), count(n, 0);
+  parallel_chunks(n, 1, threads, [&](int, size_t first, size_t last) {
+    for (size_t c = first; c < last; ++c)
+      room[c] = results_bound(text, starts[c], c + 1 == n ? text.size() : starts[c + 1]);
+  });
+  for (size_t c = 0; c < n; ++c) offset[c + 1] = offset[c] + room[c];
+  resize_columns(dets, offset[n]);
+  std::vector<uint8_t> ok(n, 0);
+  parallel_chunks(n, 1, threads, [&](int, size_t first, size_t last) {
     for (size_t c = first; c < last; ++c) {
-      const bool is_last = c + 1 == starts.size();
+      const bool is_last = c + 1 == n;
       try {
         JsonCursor cursor(text, source, starts[c]);
-        CocoDetections& part = parts[c];
-        part.keypoints_per_instance = layout.keypoints_per_instance;
-        part.reserve(((is_last ? text.size() : starts[c + 1]) - starts[c]) / 64);
-        const RunEnd end =
-            read_result_run(cursor, is_last ? std::string::npos : starts[c + 1], 0, layout, part);
+        const Run run = read_result_run(cursor, is_last ? std::string::npos : starts[c + 1], 0,
+                                        layout, dets, offset[c], room[c]);
+        count[c] = run.count;
         if (is_last) {
           cursor.expect_end();
-          ok[c] = end == RunEnd::kArrayClosed;
+          ok[c] = run.end == RunEnd::kArrayClosed;
         } else {
-          ok[c] = end == RunEnd::kReachedStop;
+          ok[c] = run.end == RunEnd::kReachedStop;
         }
       } catch (const DataError&) {
         ok[c] = 0;
@@ -263,12 +343,13 @@ bool read_results_parallel(JsonInput text, const std::string& source, size_t beg
     }
   });
   for (uint8_t good : ok)
-    if (!good) return false;
-  size_t total = dets.size();
-  for (const auto& part : parts) total += part.size();
-  dets.reserve(total);
-  for (const auto& part : parts) append_columns(dets, part);
-  return true;
+    if (!good) return 0;
+  size_t total = 1;
+  for (size_t c = 0; c < n; ++c) {
+    move_results(dets, offset[c], total, count[c]);
+    total += count[c];
+  }
+  return total;
 }
 
 }  // namespace
@@ -291,18 +372,27 @@ CocoDetections parse_results_json(JsonInput text, const std::string& source, Iou
   read_result(cursor, 0, /*want_keypoints=*/true, first);
   const ResultsLayout layout = decide_layout(cursor, first, iou_type);
   dets.keypoints_per_instance = layout.keypoints_per_instance;
-  append_result(cursor, first, 0, layout, dets);
+  resize_columns(dets, 1);
+  store_result(cursor, first, 0, layout, dets, 0);
+  size_t total = 1;
   if (cursor.comma_or_close(']')) {
     cursor.peek();
-    if (!read_results_parallel(text, source, cursor.offset(), layout, resolve_threads(threads),
-                               dets)) {
-      dets.reserve(text.size() / 64);  // over-estimate: a reallocation would copy every column
-      read_result_run(cursor, std::string::npos, 1, layout, dets);
+    total = read_results_parallel(text, source, cursor.offset(), layout, resolve_threads(threads),
+                                  dets);
+    if (total == 0) {
+      // Sized once from the bound, so no column is ever reallocated (and copied) while growing.
+      const size_t room = results_bound(text, cursor.offset(), text.size());
+      resize_columns(dets, 1 + room);
+      const Run run = read_result_run(cursor, std::string::npos, 1, layout, dets, 1, room);
+      if (run.end == RunEnd::kFull)  // cannot happen: every result has its own '{'
+        throw std::logic_error("coco results: more results than '{' bytes");
+      total = 1 + run.count;
       cursor.expect_end();
     }
   } else {
     cursor.expect_end();
   }
+  resize_columns(dets, total);
   return dets;
 }
 

@@ -32,37 +32,97 @@ void box_ious(const CellDets& dets, const CellGts& gts, double* ious) {
   }
 }
 
-void keypoint_oks(const CellKeypoints& kps, const CellGts& gts, int num_dets, double* ious) {
+namespace {
+
+// exp(-3) = 0.049787...: a term whose e is at least 3 adds at most this much to the OKS sum.
+constexpr double kFarExponent = 3;
+constexpr double kFarTermBound = 0.0498;
+// e >= 3 is decided as d2 > 6 * variance * area, with this much slack for the rounding of the
+// two divisions that give e (each within half an ulp).
+constexpr double kFarSlack = 1 + 1e-9;
+
+}  // namespace
+
+namespace {
+
+bool finite_points(const double* row, int k_count) {
+  for (int k = 0; k < k_count; ++k)
+    if (!std::isfinite(row[3 * k]) || !std::isfinite(row[3 * k + 1])) return false;
+  return true;
+}
+
+}  // namespace
+
+void keypoint_oks(const CellKeypoints& kps, const CellGts& gts, int num_dets, double* ious,
+                  double floor) {
   constexpr double kEps = 2.220446049250313e-16;  // np.spacing(1)
   const int k_count = kps.num_keypoints;
   std::vector<double> terms(static_cast<size_t>(k_count));
+  std::vector<int> used(static_cast<size_t>(k_count));    // the points a GT's OKS averages
+  std::vector<double> far(static_cast<size_t>(k_count));  // [K] d2 above which e >= 3
+  std::vector<uint8_t> dt_finite(static_cast<size_t>(num_dets));
+  for (int d = 0; d < num_dets; ++d)
+    dt_finite[d] = finite_points(kps.dt_rows[static_cast<size_t>(d)], k_count);
   for (int g = 0; g < gts.count; ++g) {
     const double* gt = kps.gt_rows[static_cast<size_t>(g)];
-    int visible = 0;
-    for (int k = 0; k < k_count; ++k) visible += gt[3 * k + 2] > 0;
+    int n = 0;
+    for (int k = 0; k < k_count; ++k)
+      if (gt[3 * k + 2] > 0) used[n++] = k;
+    const bool visible = n > 0;
+    if (!visible)
+      for (int k = 0; k < k_count; ++k) used[n++] = k;
     const BoxXywh& bb = gts.box[g];
     const double x0 = bb.x - bb.w, x1 = bb.x + bb.w * 2;
     const double y0 = bb.y - bb.h, y1 = bb.y + bb.h * 2;
     const double area = gts.area[g] + kEps;
+    const auto squared_distance = [&](const double* dt, int k) {
+      const double xd = dt[3 * k], yd = dt[3 * k + 1];
+      double dx, dy;
+      if (visible) {
+        dx = xd - gt[3 * k];
+        dy = yd - gt[3 * k + 1];
+      } else {
+        dx = std::max(0.0, x0 - xd) + std::max(0.0, xd - x1);
+        dy = std::max(0.0, y0 - yd) + std::max(0.0, yd - y1);
+      }
+      return dx * dx + dy * dy;
+    };
+    // The shortcut needs every term in [0, 1] (e >= 0), finite inputs (a NaN distance must give
+    // its NaN OKS) and a threshold to stay below. With `near` terms bounded by 1 and the others
+    // by kFarTermBound, the OKS is below `floor` while near <= near_max.
+    int near_max = -1;
+    const bool may_skip = floor > 0 && n > 0 && area > 0 && std::isfinite(area) &&
+                          finite_points(gt, k_count) && std::isfinite(x0) && std::isfinite(x1) &&
+                          std::isfinite(y0) && std::isfinite(y1);
+    if (may_skip) {
+      for (int j = 0; j < n; ++j)
+        far[j] = 2 * kFarExponent * kps.variances[used[j]] * area * kFarSlack;
+      const double limit = floor * static_cast<double>(n) * (1 - 1e-9);
+      for (int q = 0; q <= n; ++q)
+        if (static_cast<double>(q) + static_cast<double>(n - q) * kFarTermBound < limit)
+          near_max = q;
+    }
     for (int d = 0; d < num_dets; ++d) {
       const double* dt = kps.dt_rows[static_cast<size_t>(d)];
-      size_t n = 0;
-      for (int k = 0; k < k_count; ++k) {
-        const double xd = dt[3 * k], yd = dt[3 * k + 1];
-        double dx, dy;
-        if (visible > 0) {
-          if (!(gt[3 * k + 2] > 0)) continue;
-          dx = xd - gt[3 * k];
-          dy = yd - gt[3 * k + 1];
-        } else {
-          dx = std::max(0.0, x0 - xd) + std::max(0.0, xd - x1);
-          dy = std::max(0.0, y0 - yd) + std::max(0.0, yd - y1);
+      double& out = ious[static_cast<size_t>(d) * gts.count + g];
+      // Squared distances first, stopping as soon as the count of near points decides: when
+      // the terms provably average below `floor`, no exp().
+      if (may_skip && near_max >= 0 && dt_finite[d]) {
+        int near = 0, j = 0;
+        for (; j < n && near <= near_max && near + (n - j) > near_max; ++j)
+          near += !(squared_distance(dt, used[j]) > far[j]);
+        if (near + (n - j) <= near_max) {
+          out = 0;
+          continue;
         }
-        const double e = (dx * dx + dy * dy) / kps.variances[k] / area / 2;
-        terms[n++] = std::exp(-e);
       }
-      ious[static_cast<size_t>(d) * gts.count + g] =
-          numpy_sum(terms.data(), n) / static_cast<double>(n);
+      // pycocotools' order: e = d2 / variance / area / 2, then exp(-e), summed as numpy does.
+      for (int j = 0; j < n; ++j) {
+        const int k = used[j];
+        const double e = squared_distance(dt, k) / kps.variances[k] / area / 2;
+        terms[j] = std::exp(-e);
+      }
+      out = numpy_sum(terms.data(), static_cast<size_t>(n)) / static_cast<double>(n);
     }
   }
 }

@@ -3,6 +3,7 @@
 // for every area range and IoU threshold, reusing one matrix for all area ranges.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -11,9 +12,11 @@
 namespace detrain::eval {
 
 // What a detection counts as at each IoU threshold of one area range, as two bit sets (bit t of
-// word t / 32): true positive, or ignored (neither TP nor FP); otherwise a false positive.
-using OutcomeWord = uint32_t;
-constexpr int kOutcomeWordBits = 32;
+// word t / 16): true positive, or ignored (neither TP nor FP); otherwise a false positive. 16-bit
+// words hold COCO's 10 thresholds in one word with little waste: this array is the largest the
+// evaluator keeps per detection.
+using OutcomeWord = uint16_t;
+constexpr int kOutcomeWordBits = 16;
 // Words per bit set for T thresholds.
 inline int outcome_words(size_t num_thresholds) {
   return static_cast<int>((num_thresholds + kOutcomeWordBits - 1) / kOutcomeWordBits);
@@ -53,8 +56,12 @@ struct CellKeypoints {
   std::vector<const double*> gt_rows;  // [G] -> [K, 3]
   std::vector<const double*> dt_rows;  // [D] -> [K, 3]
 };
-// ious[d * G + g] = OKS(det d, gt g).
-void keypoint_oks(const CellKeypoints& kps, const CellGts& gts, int num_dets, double* ious);
+// ious[d * G + g] = OKS(det d, gt g). A pair whose OKS is provably below `floor` may get 0
+// instead of its exact value: with `floor` the lowest IoU threshold, the matcher never tells
+// them apart (it only takes values at or above a threshold), and most pairs of a crowded image
+// are far apart, so most exp() calls are skipped. The default computes every value exactly.
+void keypoint_oks(const CellKeypoints& kps, const CellGts& gts, int num_dets, double* ious,
+                  double floor = -HUGE_VAL);
 
 // The matcher's per-parameter constants, computed once per evaluation.
 struct MatchSetup {

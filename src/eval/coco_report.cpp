@@ -16,8 +16,31 @@ std::string shortest_double(double value) {
   return text;
 }
 
+int64_t process_peak_rss_bytes() {
+  std::FILE* status = std::fopen("/proc/self/status", "r");
+  if (!status) return 0;
+  char line[256];
+  long long kib = 0;
+  while (std::fgets(line, sizeof line, status))
+    if (std::sscanf(line, "VmHWM: %lld kB", &kib) == 1) break;
+  std::fclose(status);
+  return static_cast<int64_t>(kib) * 1024;
+}
+
+namespace {
+
+void append_members(std::string& out, const std::vector<std::pair<std::string, double>>& members) {
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (i) out += ", ";
+    out += "\"" + members[i].first + "\": " + shortest_double(members[i].second);
+  }
+}
+
+}  // namespace
+
 std::string stats_json(const CocoEvalResult& r,
-                       const std::vector<std::pair<std::string, double>>& timing_s) {
+                       const std::vector<std::pair<std::string, double>>& timing_s,
+                       const std::vector<std::pair<std::string, double>>& process) {
   std::string out = "{\n  \"iou_type\": \"";
   out += iou_type_name(r.params.iou_type);
   out += "\",\n  \"stats\": [";
@@ -32,9 +55,10 @@ std::string stats_json(const CocoEvalResult& r,
     out += shortest_double(r.category_ap(static_cast<int>(k)));
   }
   out += "},\n  \"timing_s\": {";
-  for (size_t i = 0; i < timing_s.size(); ++i) {
-    if (i) out += ", ";
-    out += "\"" + timing_s[i].first + "\": " + shortest_double(timing_s[i].second);
+  append_members(out, timing_s);
+  if (!process.empty()) {
+    out += "},\n  \"process\": {";
+    append_members(out, process);
   }
   const CocoEvalCounts& c = r.counts;
   out += "},\n  \"counts\": {\"images\": " + std::to_string(c.images) +

@@ -72,6 +72,21 @@ BoxXywh round_box(const BoxXywh& b, int decimals) {
           round_to(b.h, decimals)};
 }
 
+// K points inside the annotation's box with COCO's visibility flags (0 unlabelled, 1 occluded,
+// 2 visible) and the matching num_keypoints.
+void add_synthetic_keypoints(GtAnnotation& a, int k, Rng& rng) {
+  a.keypoints.assign(3 * static_cast<size_t>(k), 0.0);
+  a.num_keypoints = 0;
+  if (rng.bernoulli(0.1)) return;  // nobody labelled this person's points
+  for (int j = 0; j < k; ++j) {
+    if (rng.bernoulli(0.35)) continue;
+    a.keypoints[3 * j] = round_to(a.bbox.x + rng.uniform() * a.bbox.w, 2);
+    a.keypoints[3 * j + 1] = round_to(a.bbox.y + rng.uniform() * a.bbox.h, 2);
+    a.keypoints[3 * j + 2] = rng.bernoulli(0.2) ? 1 : 2;
+    ++a.num_keypoints;
+  }
+}
+
 struct ImageExtent {
   double width = 640, height = 480;
 };
@@ -87,6 +102,7 @@ CocoGroundTruth synth_ground_truth(const SynthGtOptions& o) {
   int64_t next_id = 1;
   for (int i = 0; i < o.images; ++i) {
     Rng rng(o.seed, {0x67u, static_cast<uint64_t>(i)});
+    Rng kp_rng(o.seed, {0x6bu, static_cast<uint64_t>(i)});        // its own stream: boxes unchanged
     const int64_t image_id = 139 + 97 * static_cast<int64_t>(i);  // sparse ids, like COCO's
     gt.add_image(image_id);
     const bool portrait = rng.bernoulli(0.25);
@@ -108,6 +124,7 @@ CocoGroundTruth synth_ground_truth(const SynthGtOptions& o) {
       a.bbox = round_box({x, y, w, h}, 2);
       // Mask area is smaller than the box (COCO's area is the segmentation's).
       a.area = round_to(a.bbox.w * a.bbox.h * rng.uniform(0.45, 0.85), 2);
+      if (o.keypoints > 0) add_synthetic_keypoints(a, o.keypoints, kp_rng);
       gt.add_annotation(a);
     }
   }

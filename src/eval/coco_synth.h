@@ -17,6 +17,10 @@ struct SynthGtOptions {
   double objects_per_image = 7.2;
   double crowd_fraction = 0.01;
   uint64_t seed = 0;
+  // > 0: every annotation carries this many keypoints (a person_keypoints-like file: points
+  // inside the box, ~35% of them unlabelled, ~10% of the people with none labelled at all, who
+  // then count as ignored). 0 leaves the output exactly as without the option.
+  int keypoints = 0;
 };
 
 CocoGroundTruth synth_ground_truth(const SynthGtOptions& options);

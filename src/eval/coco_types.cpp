@@ -50,23 +50,28 @@ void CocoDetections::add(int64_t image, int64_t category, const BoxXywh& box, do
   keypoints.insert(keypoints.end(), keypoints_k3, keypoints_k3 + 3 * keypoints_per_instance);
 }
 
-void CocoDetections::add_keypoints_only(int64_t image, int64_t category, double s,
-                                        const double* keypoints_k3) {
-  if (keypoints_per_instance <= 0)
-    throw DataError(source + ": set keypoints_per_instance before adding keypoint results");
+BoxXywh keypoint_extent(const double* keypoints_k3, int num_keypoints) {
   double x0 = keypoints_k3[0], x1 = keypoints_k3[0];
   double y0 = keypoints_k3[1], y1 = keypoints_k3[1];
-  for (int k = 1; k < keypoints_per_instance; ++k) {
+  for (int k = 1; k < num_keypoints; ++k) {
     x0 = std::min(x0, keypoints_k3[3 * k]);
     x1 = std::max(x1, keypoints_k3[3 * k]);
     y0 = std::min(y0, keypoints_k3[3 * k + 1]);
     y1 = std::max(y1, keypoints_k3[3 * k + 1]);
   }
+  return {x0, y0, x1 - x0, y1 - y0};
+}
+
+void CocoDetections::add_keypoints_only(int64_t image, int64_t category, double s,
+                                        const double* keypoints_k3) {
+  if (keypoints_per_instance <= 0)
+    throw DataError(source + ": set keypoints_per_instance before adding keypoint results");
+  const BoxXywh box = keypoint_extent(keypoints_k3, keypoints_per_instance);
   image_id.push_back(image);
   category_id.push_back(category);
   score.push_back(s);
-  bbox.push_back({x0, y0, x1 - x0, y1 - y0});
-  area.push_back((x1 - x0) * (y1 - y0));
+  bbox.push_back(box);
+  area.push_back(box.w * box.h);
   keypoints.insert(keypoints.end(), keypoints_k3, keypoints_k3 + 3 * keypoints_per_instance);
 }
 

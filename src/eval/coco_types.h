@@ -58,6 +58,10 @@ struct CocoDetections {
                           const double* keypoints_k3);
 };
 
+// The box of a keypoint result without one, as pycocotools' loadRes computes it: the extent of
+// all K points (visibility ignored).
+BoxXywh keypoint_extent(const double* keypoints_k3, int num_keypoints);
+
 struct AreaRange {
   std::string label;  // "all", "small", "medium", "large": summarize() looks ranges up by label
   double lo = 0;

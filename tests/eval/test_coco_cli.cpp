@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/eval.h"
 #include "coco_test_cases.h"
 #include "common/atomic_file.h"
 #include "test_support.h"
@@ -121,4 +122,38 @@ TEST_CASE("coco bench runs a small case", "[smoke][eval]") {
   CHECK(report["seconds"]["evaluate"]["wall"].get<double>() >= 0);
   CHECK(report["stats"].size() == 12);
   CHECK(!detrain::read_file(dir.file("results.json")).empty());
+}
+
+TEST_CASE("coco bench times whole processes beside the steps", "[smoke][eval]") {
+  const auto run = run_detrain(
+      "bench eval --images 30 --cats 5 --dets-per-image 20 --repeat 1 --threads 2 --json");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  const auto report = nlohmann::json::parse(run.output.substr(run.output.find('{')));
+  CHECK(report["evaluator_peak_rss_growth_bytes"].get<int64_t>() > 0);
+  const auto& processes = report["processes"];
+  REQUIRE(processes.size() == 3);  // detrain eval, hotcoco, faster-coco-eval
+  CHECK(processes[0]["name"] == "detrain eval");
+  CHECK(processes[0]["stats"] == "equal");  // the same evaluator as a process
+  CHECK(processes[0]["process_wall_s"].get<double>() > 0);
+  CHECK(processes[0]["peak_rss_bytes"].get<int64_t>() > 0);
+  // The references appear when the reference Python has them (scripts/setup.sh), else say why.
+  for (size_t i = 1; i < processes.size(); ++i)
+    CHECK((processes[i].contains("skipped") || processes[i]["process_wall_s"].get<double>() > 0));
+}
+
+TEST_CASE("coco bench generates a keypoint case", "[smoke][eval]") {
+  detrain::bench::EvalBenchOptions options;
+  options.gt.images = 40;
+  options.iou_type = "keypoints";
+  options.repeat = 1;
+  options.processes = false;  // this test binary is no `detrain eval`
+  const auto report = detrain::bench::bench_eval(options);
+  CHECK(report.head["iou_type"] == "keypoints");
+  CHECK(report.head["categories"] == 1);
+  CHECK(report.head["detections"] == 40 * 20);  // maxDets for keypoints is 20
+  const auto& stats = report.tail["stats"];
+  REQUIRE(stats.size() == 10);
+  CHECK(stats[0].get<double>() > 0.05);  // jittered hits on most people: AP well above 0
+  CHECK(stats[0].get<double>() < 1.0);
 }

@@ -65,7 +65,8 @@ Matched run_match(const Gts& gts, const std::vector<double>& det_area,
   Matched m;
   m.areas = static_cast<int>(areas.size());
   m.words = setup.words;
-  m.bits.assign(outcome_offset(det_area.size(), 0, areas.size(), setup.words), 0xdeadbeef);
+  m.bits.assign(outcome_offset(det_area.size(), 0, areas.size(), setup.words),
+                static_cast<OutcomeWord>(0xdeadbeef));
   m.npig.assign(areas.size(), -7);
   MatchScratch scratch;
   match_cell(gts.view(), dets, ious.data(), setup, m.bits.data(), m.npig.data(), scratch);
@@ -264,4 +265,57 @@ TEST_CASE("coco default thresholds are numpy's linspace values", "[unit][eval]")
   CHECK(k.keypoint_sigmas[3] == 0.034999999999999996);
   CHECK(k.keypoint_sigmas[11] == 0.10700000000000001);
   CHECK(k.keypoint_sigmas.size() == 17);
+}
+
+TEST_CASE("coco oks shortcut changes only values below the floor", "[unit][eval]") {
+  // 17 points, COCO's sigmas; a GT at a fixed place and detections from on top of it to far
+  // away, visible points and the box fallback, plus a NaN coordinate. With floor 0.5 every
+  // value at or above it must be the exact one and every other one stay below it.
+  const std::vector<double> sigmas = coco_person_sigmas();
+  std::vector<double> variances;
+  for (double s : sigmas) variances.push_back((s * 2) * (s * 2));
+  const int k = 17;
+  for (const bool labelled : {true, false}) {
+    std::vector<double> gt_points(3 * k);
+    for (int j = 0; j < k; ++j) {
+      gt_points[3 * j] = 100 + 3 * j;
+      gt_points[3 * j + 1] = 200 + 2 * j;
+      gt_points[3 * j + 2] = labelled && j % 4 != 0 ? 2 : 0;
+    }
+    Gts gts;
+    gts.add(1500, false, false, {95, 190, 60, 50});
+    std::vector<std::vector<double>> dets;
+    for (int step = 0; step < 60; ++step) {
+      std::vector<double> p = gt_points;
+      for (int j = 0; j < k; ++j) {
+        p[3 * j] += 2.0 * step * (j % 3);  // from exact to far away (the box fallback too)
+        p[3 * j + 1] -= 1.5 * step * (j % 2);
+        p[3 * j + 2] = 1;
+      }
+      dets.push_back(p);
+    }
+    dets.back()[3] = NAN;
+    CellKeypoints kps;
+    kps.num_keypoints = k;
+    kps.variances = variances.data();
+    kps.gt_rows = {gt_points.data()};
+    for (const auto& d : dets) kps.dt_rows.push_back(d.data());
+    const int n = static_cast<int>(dets.size());
+    std::vector<double> exact(dets.size()), fast(dets.size());
+    keypoint_oks(kps, gts.view(), n, exact.data());
+    keypoint_oks(kps, gts.view(), n, fast.data(), 0.5);
+    int skipped = 0;
+    for (size_t d = 0; d < dets.size(); ++d) {
+      INFO("labelled " << labelled << " det " << d << ": " << exact[d] << " vs " << fast[d]);
+      if (std::isnan(exact[d]))
+        CHECK(std::isnan(fast[d]));
+      else if (exact[d] >= 0.5)
+        CHECK(fast[d] == exact[d]);
+      else
+        CHECK(fast[d] < 0.5);
+      skipped += fast[d] != exact[d];
+    }
+    CHECK(exact.front() == 1.0);
+    CHECK(skipped > 0);  // the far ones took the shortcut
+  }
 }
