@@ -3,13 +3,14 @@
 #include <iostream>
 #include <memory>
 
+#include "command_table.h"
 #include "commands.h"
 #include "common/atomic_file.h"
 
 namespace detrain::cli {
 
 Command add_config_command(CLI::App& root) {
-  auto* app = root.add_subcommand("config", "show or dump the resolved configuration");
+  auto* app = root.add_subcommand("config", command_description("config"));
   app->require_subcommand(1);
   auto args_show = std::make_shared<ConfigArgs>();
   auto args_dump = std::make_shared<ConfigArgs>();

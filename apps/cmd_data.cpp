@@ -8,6 +8,7 @@
 #include <memory>
 #include <opencv2/imgcodecs.hpp>
 
+#include "command_table.h"
 #include "commands.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
@@ -81,8 +82,7 @@ int run_stats(const DataArgs& args) {
 }  // namespace
 
 Command add_data_command(CLI::App& root) {
-  auto* app =
-      root.add_subcommand("data", "look at a data set (preview, stats) or make one (synth)");
+  auto* app = root.add_subcommand("data", command_description("data"));
   app->require_subcommand(1);
   auto args = std::make_shared<DataArgs>();
 

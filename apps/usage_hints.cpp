@@ -27,7 +27,8 @@ const CLI::App* find_subcommand(const CLI::App& app, const std::string& name) {
 
 // "--epochs" / "--epochs=3" -> {"epochs", "3"} (value empty when it is the next argument).
 std::pair<std::string, std::string> option_parts(const std::string& arg) {
-  std::string body = arg.substr(arg.find_first_not_of('-'));
+  const size_t start = arg.find_first_not_of('-');  // none in "--"
+  std::string body = start == std::string::npos ? std::string() : arg.substr(start);
   std::string value;
   if (const auto eq = body.find('='); eq != std::string::npos) {
     value = body.substr(eq + 1);
@@ -66,7 +67,7 @@ std::string unknown_option_message(const CLI::App& command, const std::string& a
            " is in several sections: " + join(keys, ", ");
   const std::string hint = closest_match(shown, long_options(command));
   return "unknown option " + shown + (hint.empty() ? "" : "; did you mean " + hint + "?") +
-         " (see detrain " + command.get_name() + " --help)";
+         " (see detrain " + (command.get_parent() ? command.get_name() + " " : "") + "--help)";
 }
 
 }  // namespace

@@ -62,15 +62,23 @@ phase build
 if ! timeout 330 ninja -C "$BUILD" -j"$(nproc)" detrain detrain_tests >"$OUT/build.log" 2>&1; then
   grep -m5 -B2 -A8 "error" "$OUT/build.log"; tail -5 "$OUT/build.log"; note "FAIL: build (build.log)"; exit 1
 fi
-if ldd "$BUILD/detrain" | grep "not found"; then note "FAIL: unresolved libraries"; exit 1; fi
-ldd "$BUILD/detrain" | grep -E "gpu_bundle|torch_cuda|libc10_cuda" >"$OUT/ldd.txt"
+# detrain-torch links LibTorch (and its CUDA part); the front end detrain must link neither.
+for exe in detrain detrain-torch; do
+  if ldd "$BUILD/$exe" | grep "not found"; then note "FAIL: unresolved libraries ($exe)"; exit 1; fi
+done
+ldd "$BUILD/detrain-torch" | grep -E "gpu_bundle|torch_cuda|libc10_cuda" >"$OUT/ldd.txt"
+if ldd "$BUILD/detrain" | grep -E "libtorch|libc10|libopencv"; then
+  note "FAIL: the front end detrain links LibTorch or OpenCV"; exit 1
+fi
 note "build: ok ($(grep -c "Building" "$OUT/build.log") units)"
 fi
 
 phase "[gpu] tests"
 timeout 150 "$BUILD/detrain_tests" "[gpu],[cuda-build]" >"$OUT/gpu_tests.log" 2>&1
 TESTS_RC=$?
+# The front end reports the build; detrain-torch asks CUDA for its devices.
 "$BUILD/detrain" --version | tee -a "$OUT/env.txt"
+"$BUILD/detrain-torch" --version | sed -n 2p | tee -a "$OUT/env.txt"
 # On the GPU machine a skipped [gpu] test means CUDA was not usable: that is a failure here.
 if [ "${GPU_CHECK_DRY:-0}" != 1 ] && grep -q "SKIPPED" "$OUT/gpu_tests.log"; then
   note "FAIL: [gpu] tests skipped: $(grep -m1 SKIPPED "$OUT/gpu_tests.log")"

@@ -9,16 +9,19 @@
 
 namespace detrain {
 
-void reexec_with_passive_openmp_wait(const char* command, char** argv) {
-#if defined(__linux__)
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr || command == nullptr) return;
+bool set_passive_openmp_wait_for(const char* command) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || command == nullptr) return false;
   // Short commands (config, model, eval, data, --help) would only pay a second start-up.
   bool long_running = false;
   for (const char* name : {"train", "val", "predict", "bench"})
     long_running = long_running || std::strcmp(command, name) == 0;
-  if (!long_running) return;
-  if (setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0) != 0) return;
-  execv("/proc/self/exe", argv);  // returns only on failure
+  return long_running && setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0) == 0;
+}
+
+void reexec_with_passive_openmp_wait(const char* command, char** argv) {
+#if defined(__linux__)
+  if (set_passive_openmp_wait_for(command))
+    execv("/proc/self/exe", argv);  // returns only on failure
 #else
   (void)command;
   (void)argv;

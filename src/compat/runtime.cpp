@@ -11,7 +11,6 @@
 #include <thread>
 
 #include "common/cores.h"
-#include "common/version.h"
 #include "compat/torch_compat.h"
 
 namespace detrain::compat {
@@ -56,15 +55,6 @@ void route_libtorch_messages() {
   // c10's own LOG(WARNING) lines (not TORCH_WARN) print unless its level is ERROR (2); at -v
   // they stay visible.
   FLAGS_caffe2_log_level = spdlog::get_level() <= spdlog::level::debug ? 0 : 2;
-}
-
-std::string version_report() {
-  std::ostringstream out;
-  const int cores = usable_cores();
-  out << "detrain " << version_string() << " (" << git_describe() << ")\n";
-  out << "LibTorch " << torch_version() << ", CUDA: " << cuda_status() << "\n";
-  out << "OpenCV " << CV_VERSION << ", " << cores << " core(s); runtime.threads=0 uses all of them";
-  return out.str();
 }
 
 }  // namespace detrain::compat

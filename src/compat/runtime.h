@@ -1,7 +1,8 @@
 // Process-wide runtime settings applied once at start: LibTorch intra-op threads (set from the
 // config, never LibTorch's version-dependent default), OpenCV's thread pool (off: loader workers
-// are our own threads), the global seed and deterministic-kernel preferences. Reported in --version
-// and at start. In compat because it sets LibTorch's process state through compat's wrappers.
+// are our own threads), the global seed and deterministic-kernel preferences. Reported at start.
+// In compat because it sets LibTorch's process state through compat's wrappers. (`--version` is
+// apps/version_report.h: the front end prints it without LibTorch.)
 #pragma once
 
 #include <string>
@@ -26,9 +27,5 @@ RuntimeInfo apply_runtime(const config::RuntimeOptions& options);
 // an extra line in the output of a command that promises one line (an invalid
 // ATEN_CPU_CAPABILITY, a deprecation notice). Call once at start, before any tensor work.
 void route_libtorch_messages();
-
-// Multi-line description for `detrain --version`: version, git describe, LibTorch version,
-// CUDA availability, threads, BLAS and OpenCV build facts.
-std::string version_report();
 
 }  // namespace detrain::compat

@@ -59,6 +59,12 @@ TEST_CASE("usage errors are one prefixed line with a hint and exit 2", "[smoke][
   CHECK(nothing.exit_code == 2);
   CHECK(nothing.output.rfind("detrain: error: ", 0) == 0);
 
+  const auto marker = run_detrain("-- train");  // "--" once made the hint code throw
+  INFO(marker.output);
+  CHECK(marker.exit_code == 2);
+  CHECK(marker.output.rfind("detrain: error: ", 0) == 0);
+  CHECK(lines(marker.output) == 1);
+
   // -s and -w mean source and weights wherever they exist.
   CHECK(run_detrain("model -s n").exit_code == 2);
   CHECK(run_detrain("bench loader -w 1").exit_code == 2);

@@ -78,6 +78,7 @@ struct SourceFile {
   std::string module;
   std::vector<Include> includes;  // project includes ("...")
   bool includes_torch = false;    // <torch/...>, <ATen/...> or <c10/...>
+  bool includes_opencv = false;   // <opencv2/...>
   bool forwarding = false;        // a header kept only so old include paths still compile
 };
 
@@ -91,6 +92,7 @@ std::string module_of(const std::string& rel) {
 std::map<std::string, SourceFile> scan_sources(const std::string& root) {
   static const std::regex quoted(R"(^\s*#\s*include\s*"([^"]+)\")");
   static const std::regex torch(R"(^\s*#\s*include\s*<(torch|ATen|c10)/)");
+  static const std::regex opencv(R"(^\s*#\s*include\s*<opencv2/)");
   std::map<std::string, SourceFile> files;
   for (const char* top : {"src", "apps"}) {
     for (const auto& entry : fs::recursive_directory_iterator(fs::path(root) / top)) {
@@ -109,17 +111,20 @@ std::map<std::string, SourceFile> scan_sources(const std::string& root) {
         std::smatch m;
         if (std::regex_search(line, m, quoted)) f.includes.push_back({rel, number, m[1]});
         if (std::regex_search(line, torch)) f.includes_torch = true;
+        if (std::regex_search(line, opencv)) f.includes_opencv = true;
       }
     }
   }
   return files;
 }
 
-// The file an include names: src/<target>, or beside the includer (apps' own headers).
+// The file an include names: src/<target>, or beside the includer (apps' own headers; the front
+// end's "../cli_shell.h").
 std::string resolve(const std::map<std::string, SourceFile>& files, const Include& inc) {
   const std::string in_src = "src/" + inc.target;
   if (files.count(in_src)) return in_src;
-  const std::string beside = (fs::path(inc.file).parent_path() / inc.target).generic_string();
+  const std::string beside =
+      (fs::path(inc.file).parent_path() / inc.target).lexically_normal().generic_string();
   if (files.count(beside)) return beside;
   return "";
 }
@@ -231,25 +236,41 @@ TEST_CASE("#include lines follow the module layers and form no cycle", "[unit][l
     if (state[m] == 0) visit(m);
 }
 
-TEST_CASE("LibTorch-free modules reach no LibTorch header", "[unit][layers]") {
-  const auto files = scan_sources(detrain::source_dir());
-  // Whether a file reaches a LibTorch header, memoised; `chain` names the path for the message.
-  std::map<std::string, std::string> reaches;  // path -> "" (no) or the chain to torch
-  std::set<std::string> in_progress;
-  std::function<std::string(const std::string&)> torch_chain = [&](const std::string& path) {
-    if (auto it = reaches.find(path); it != reaches.end()) return it->second;
-    if (!in_progress.insert(path).second) return std::string();  // header cycle: pragma once
-    const SourceFile& f = files.at(path);
-    std::string chain = f.includes_torch ? path + " -> <torch>" : "";
+// Whether a file reaches a header that `bad` flags, through project headers, memoised: "" (no) or
+// the chain that does, for the message.
+class ChainFinder {
+ public:
+  ChainFinder(const std::map<std::string, SourceFile>& files,
+              std::function<const char*(const SourceFile&)> bad)
+      : files_(files), bad_(std::move(bad)) {}
+
+  std::string operator()(const std::string& path) {
+    if (auto it = reaches_.find(path); it != reaches_.end()) return it->second;
+    if (!in_progress_.insert(path).second) return std::string();  // header cycle: pragma once
+    const SourceFile& f = files_.at(path);
+    const char* what = bad_(f);
+    std::string chain = what ? path + " -> " + what : "";
     for (size_t i = 0; chain.empty() && i < f.includes.size(); ++i) {
-      const std::string next = resolve(files, f.includes[i]);
+      const std::string next = resolve(files_, f.includes[i]);
       if (next.empty()) continue;
-      const std::string rest = torch_chain(next);
+      const std::string rest = (*this)(next);
       if (!rest.empty()) chain = path + ":" + std::to_string(f.includes[i].line) + " -> " + rest;
     }
-    in_progress.erase(path);
-    return reaches[path] = chain;
-  };
+    in_progress_.erase(path);
+    return reaches_[path] = chain;
+  }
+
+ private:
+  const std::map<std::string, SourceFile>& files_;
+  std::function<const char*(const SourceFile&)> bad_;
+  std::map<std::string, std::string> reaches_;
+  std::set<std::string> in_progress_;
+};
+
+TEST_CASE("LibTorch-free modules reach no LibTorch header", "[unit][layers]") {
+  const auto files = scan_sources(detrain::source_dir());
+  ChainFinder torch_chain(
+      files, [](const SourceFile& f) { return f.includes_torch ? "<torch>" : nullptr; });
   int checked = 0;
   for (const auto& [path, f] : files) {
     // A forwarding header stands for its target's module (eval/validate.h is infer's).
@@ -260,4 +281,22 @@ TEST_CASE("LibTorch-free modules reach no LibTorch header", "[unit][layers]") {
     CHECK(chain.empty());
   }
   CHECK(checked > 20);
+}
+
+// The front end `detrain` (apps/front/) maps neither LibTorch nor OpenCV (tests/apps/
+// test_front_end.cpp checks the running process; CMakeLists.txt gives it neither include folder).
+TEST_CASE("the front end reaches no LibTorch or OpenCV header", "[unit][layers]") {
+  const auto files = scan_sources(detrain::source_dir());
+  ChainFinder heavy_chain(files, [](const SourceFile& f) {
+    return f.includes_torch ? "<torch>" : f.includes_opencv ? "<opencv2>" : nullptr;
+  });
+  int checked = 0;
+  for (const auto& [path, f] : files) {
+    if (path.rfind("apps/front/", 0) != 0) continue;
+    ++checked;
+    const std::string chain = heavy_chain(path);
+    INFO(chain);
+    CHECK(chain.empty());
+  }
+  CHECK(checked >= 2);
 }
