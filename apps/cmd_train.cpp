@@ -16,6 +16,7 @@
 #include "train/checkpoint.h"
 #include "train/initial_weights.h"
 #include "train/launcher.h"
+#include "train/resume.h"
 #include "train/run_dir.h"
 #include "train/trainer.h"
 
@@ -113,13 +114,9 @@ int run_train(const TrainArgs& args) {
                   ": no such run directory or checkpoint (give runs/<name> or "
                   "runs/<name>/weights/last.ckpt)");
   if (!args.resume.empty() && args.config.config_file.empty()) {
-    // Resume with the run's own args.yaml (plus any overrides given now).
-    const std::string saved = train::run_paths(train::resume_run_dir(args.resume)).args_yaml;
-    if (!std::filesystem::exists(saved))
-      throw IoError(saved +
-                    " does not exist; pass the run directory (runs/<name>) or its "
-                    "weights/last.ckpt, or give --config");
-    request.config = config::resolve(saved, overrides);
+    // Resume with the run's own args.yaml, else the checkpoint's config (plus overrides given
+    // now); the checkpoint is checked first, so a bad one is named as what it is.
+    request.config = train::resume_config(args.resume, overrides);
   } else {
     request.config = config::resolve(args.config.config_file, overrides);
     train::adopt_pt_architecture(request.config);

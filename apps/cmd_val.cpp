@@ -68,7 +68,7 @@ int run_val(const ValArgs& args) {
     if (plots) plots->add(index, b, dets);
   };
   const infer::ValidationResult r = validation.run(*m.model, observer);
-  if (plots) plots->save();
+  if (plots) plots->save(r);
   std::vector<std::vector<int32_t>> gt_classes;
   for (const auto& record : validation.records()) gt_classes.push_back(record.classes);
   std::cout << infer::class_table(r.box, r.keypoints ? &*r.keypoints : nullptr, gt_classes,

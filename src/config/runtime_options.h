@@ -1,4 +1,5 @@
-// `runtime.*`: device, threads and seed, applied once at start (src/compat/runtime).
+// `runtime.*`: device, threads and seed, applied once at start (src/compat/runtime), and
+// deterministic algorithms for training (src/compat/deterministic).
 #pragma once
 
 #include "config/field.h"
@@ -10,6 +11,7 @@ struct RuntimeOptions {
   int64_t threads = 0;
   int64_t seed = 0;
   bool deterministic = true;
+  bool deterministic_warn_only = true;
   bool cudnn_benchmark = false;
 
   template <class V>
@@ -18,7 +20,12 @@ struct RuntimeOptions {
     v("threads", threads, "intra-op CPU threads; 0 uses every core", Constraint::range(0, 1024));
     v("seed", seed, "global seed (model init, shuffling, augmentation)",
       Constraint::range(0, 9.007199254740992e15));
-    v("deterministic", deterministic, "prefer deterministic kernels");
+    v("deterministic", deterministic,
+      "train with deterministic algorithms only (LibTorch's use_deterministic_algorithms, "
+      "cuDNN deterministic, CUBLAS_WORKSPACE_CONFIG=:4096:8)");
+    v("deterministic_warn_only", deterministic_warn_only,
+      "with deterministic: an operation that has no deterministic implementation warns (true) "
+      "or stops the run with an error (false)");
     v("cudnn_benchmark", cudnn_benchmark, "let cuDNN autotune convolution algorithms");
   }
 };

@@ -8,6 +8,7 @@ namespace detrain::config {
 
 struct TrainOptions {
   int64_t epochs = 100;
+  double time = 0.0;
   std::string project = "runs";
   std::string name = "train";
   bool exist_ok = false;
@@ -23,6 +24,7 @@ struct TrainOptions {
   std::string precision = "bf16";
   int64_t max_bad_steps = 10;
   int64_t save_period_steps = 0;
+  int64_t save_period = 0;
   bool best_half = true;
   int64_t patience = 100;
   bool val = true;
@@ -40,6 +42,10 @@ struct TrainOptions {
   template <class V>
   void visit(V& v) {
     v("epochs", epochs, "training epochs", Constraint::range(1, 1000000));
+    v("time", time,
+      "train for at most this many hours (0: off); the epoch count is re-estimated from the "
+      "mean epoch time after every epoch, so it overrides epochs",
+      Constraint::range(0, 1e5));
     v("project", project, "parent directory of run directories");
     v("name", name, "run directory name (runs/<name>, numbered when it exists)");
     v("exist_ok", exist_ok, "reuse runs/<name> instead of numbering a new one");
@@ -68,10 +74,13 @@ struct TrainOptions {
       Constraint::range(0, 1000000));
     v("save_period_steps", save_period_steps, "also save last every N optimizer steps (0: off)",
       Constraint::range(0, 1e12));
+    v("save_period", save_period, "also keep weights/epochN.ckpt after every N-th epoch (0: off)",
+      Constraint::range(0, 1e6));
     v("best_half", best_half,
       "best.ckpt holds the EMA weights in fp16 (half the size; false: fp32)");
-    v("patience", patience, "stop after N epochs without fitness improvement",
-      Constraint::range(1, 1000000));
+    v("patience", patience,
+      "stop after N epochs without fitness improvement (0: never); needs train.val",
+      Constraint::range(0, 1000000));
     v("val", val, "validate after every epoch");
     v("plots", plots, "draw results.png, train_batch*.jpg and val_pred*.jpg");
     v("sync_bn", sync_bn, "synchronise BatchNorm statistics across ranks");

@@ -36,7 +36,7 @@ enum class Value {
   kDevice,
   kCache,
   kAmp,
-  kPatience,
+  kPeriod,  // an epoch count where < 1 switches the feature off (save_period=-1 -> 0)
   kBatch,
   kImgsz,
   kFraction,
@@ -56,10 +56,6 @@ struct Arg {
   unsigned alt_commands = 0;
   const char* elsewhere = nullptr;  // what to use in the commands neither key reaches
 };
-
-// patience=0 turns early stopping off in Ultralytics; detrain's range starts at 1, and this
-// many epochs without improvement never happens within train.epochs' own maximum.
-constexpr const char* kNoEarlyStop = "1000000";
 
 constexpr const char* kSegment = "segmentation tasks are not supported";
 constexpr const char* kClassify = "classification tasks are not supported";
@@ -85,10 +81,11 @@ const Arg kArgs[] = {
     {"data", "None", Value::kCaller, nullptr, 0,
      "translated by the command line before this table (data.dataset)"},
     {"epochs", "100", Value::kInt, "train.epochs", kTrain, ""},
-    {"time", "None", Value::kUnsupported, nullptr, 0,
-     "not supported yet (a limit in hours); set epochs"},
-    {"patience", "100", Value::kPatience, "train.patience", kTrain,
-     "0 (early stopping off) becomes 1000000"},
+    {"time", "None", Value::kFloat, "train.time", kTrain,
+     "hours; None -> 0 (off); as Ultralytics it overrides epochs: the epoch count is "
+     "re-estimated after every epoch and training stops when the time has passed"},
+    {"patience", "100", Value::kInt, "train.patience", kTrain,
+     "0 turns early stopping off, as Ultralytics"},
     {"batch", "16", Value::kBatch, "data.batch", kTrain,
      "an image count, the global batch over all ranks as in Ultralytics; validation during "
      "training uses twice it, as Ultralytics; AutoBatch (-1 or a GPU-memory fraction) is not "
@@ -102,9 +99,9 @@ const Arg kArgs[] = {
     {"save", "True", Value::kUnsupported, nullptr, 0,
      "always on: training writes last.ckpt and best.ckpt, predict writes predictions.json "
      "(detrain predict --no-draw skips the drawn images)"},
-    {"save_period", "-1", Value::kUnsupported, nullptr, 0,
-     "not supported: no epochN copies; train.save_period_steps saves last.ckpt every N "
-     "optimizer steps"},
+    {"save_period", "-1", Value::kPeriod, "train.save_period", kTrain,
+     "< 1 -> 0 (off); the copies are weights/epochN.ckpt after the N-th epoch counted from 1, "
+     "where Ultralytics names them from 0 (epoch0.pt after the first)"},
     {"cache", "False", Value::kCache, "data.cache", kTV,
      "True and ram -> ram, disk, False -> none"},
     {"device", "None", Value::kDevice, "runtime.device", kTVP,
@@ -130,7 +127,9 @@ const Arg kArgs[] = {
     {"verbose", "True", Value::kUnsupported, nullptr, 0,
      "a global flag of detrain: -v/--verbose or -q/--quiet"},
     {"seed", "0", Value::kInt, "runtime.seed", kTrain, ""},
-    {"deterministic", "True", Value::kBool, "runtime.deterministic", kTVP, ""},
+    {"deterministic", "True", Value::kBool, "runtime.deterministic", kTrain,
+     "as Ultralytics, training only; runtime.deterministic_warn_only=false makes an operation "
+     "without a deterministic implementation an error instead of a warning"},
     {"single_cls", "False", Value::kBool, "data.single_cls", kTV, ""},
     {"rect", "False", Value::kUnsupported, nullptr, 0,
      "rectangular training batches are not supported; validation always uses rect batches, "
@@ -142,7 +141,8 @@ const Arg kArgs[] = {
      "a flag of detrain: detrain train --resume RUN_DIR or CKPT"},
     {"amp", "True", Value::kAmp, "train.precision", kTVP,
      "True and bf16 -> bf16 (detrain's mixed precision is BF16 autocast), False and fp32 -> "
-     "fp32; fp16 is not supported; val and predict run inference with it too",
+     "fp32; fp16 is not supported; val runs inference with it too, predict in fp32 as Ultralytics "
+     "does (train.precision=bf16-always: BF16)",
      nullptr, 0, "detrain export --half writes float16 ONNX"},
     {"fraction", "1.0", Value::kFraction, "data.fraction", kTrain,
      "a fraction of the training images; image counts (> 1) and split lists are not supported"},
@@ -482,8 +482,8 @@ std::string translate_value(const Arg& a, const std::string& raw, unsigned comma
                           "amp=bf16 (amp=False for fp32)");
       throw ConfigError(q + ": expected True, False, bf16 or fp32");
     }
-    case Value::kPatience:
-      return integer() == "0" ? kNoEarlyStop : raw;
+    case Value::kPeriod:
+      return std::stoll(integer()) < 1 ? "0" : raw;
     case Value::kBatch: {
       const std::optional<double> x = as_number(raw);
       if (!x) throw ConfigError(q + ": expected an image count");

@@ -31,7 +31,8 @@ struct ValOptions {
       Constraint::range(0, 8192));
     v("save_json", save_json, "write predictions.json (COCO results format)");
     v("multi_label", multi_label,
-      "NMS keeps one row per class above conf (else only each box's best class)");
+      "validation NMS keeps one row per class above conf (else only each box's best class); "
+      "predict always keeps the best class, as the reference's predictor");
     v("agnostic_nms", agnostic_nms, "NMS suppresses overlapping boxes across classes");
     v("nms", nms,
       "end-to-end models (YOLO26): true scores the one-to-many branch after NMS (Ultralytics "

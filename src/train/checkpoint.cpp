@@ -67,8 +67,10 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }
 
 [[noreturn]] void corrupt(const std::string& path, const std::string& what) {
-  throw ModelError("checkpoint " + path + " is truncated or corrupt (" + what +
-                   "); use another checkpoint, e.g. weights/best.ckpt or an earlier last.ckpt");
+  throw ModelError(
+      "checkpoint " + path + " is truncated or corrupt (" + what +
+      "); use another checkpoint: to resume an earlier copy of last.ckpt or a "
+      "weights/epochN.ckpt (train.save_period), to validate or predict weights/best.ckpt");
 }
 
 torch::Tensor cpu_contiguous(const torch::Tensor& t, const std::string& name) {

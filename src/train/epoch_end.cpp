@@ -34,7 +34,7 @@ EpochEnd::EpochEnd(const config::ResolvedConfig& resolved, const TrainingData& d
                : ResultsCsv(paths.results_csv, columns));
 }
 
-std::optional<std::string> EpochEnd::finish(TrainState& state, double seconds) {
+EpochVerdict EpochEnd::finish(TrainState& state, double seconds, bool time_up) {
   const int64_t epoch = state.position.epoch;
   loss::Criterion& criterion = *parts_.criterion;
   EpochRecord record;
@@ -45,9 +45,9 @@ std::optional<std::string> EpochEnd::finish(TrainState& state, double seconds) {
     record.train_losses.push_back(value);
   record.pose = parts_.model->head()->options().pose();
 
-  const bool last_epoch = epoch + 1 == x_.train.epochs;
+  const bool last_epoch = time_up || epoch + 1 >= state.epochs;
   std::optional<infer::ValidationResult> v;
-  if (x_.train.val || last_epoch) {
+  if (x_.train.val || last_epoch || state.stopper.possible_stop) {
     ValidationProgress val_progress(x_, parts_.validation->images());
     std::optional<ValPlots> plots;
     if (x_.train.plots)
@@ -64,9 +64,9 @@ std::optional<std::string> EpochEnd::finish(TrainState& state, double seconds) {
                                &criterion);
     criterion.set_replicas(replicas);
     if (can_roll_back_ && !validation_finite(*v))
-      return fmt::format("non-finite validation loss or fitness after epoch {}", epoch + 1);
+      return {fmt::format("non-finite validation loss or fitness after epoch {}", epoch + 1), {}};
     show(infer::stats_table(*v));
-    if (plots) plots->save();
+    if (plots) plots->save(*v);
     if (x_.val.save_json) eval::write_predictions_json(paths_.file("predictions.json"), v->records);
     record.box = curve_metrics(v->box);
     if (record.pose && v->keypoints) record.keypoints = curve_metrics(*v->keypoints);
@@ -78,7 +78,7 @@ std::optional<std::string> EpochEnd::finish(TrainState& state, double seconds) {
   results_->append(row);
   state.history.push_back(row);
   if (x_.train.plots) save_results_png(results_->table(), paths_.results_png);
-  if (v) show(epoch_line(record, x_.train.epochs));
+  if (v) show(epoch_line(record, state.epochs));
 
   const double fitness = v ? v->fitness() : -std::numeric_limits<double>::infinity();
   if (v) {
@@ -90,11 +90,24 @@ std::optional<std::string> EpochEnd::finish(TrainState& state, double seconds) {
     state.best_fitness = fitness;
     state.best_epoch = epoch;
   }
-  state.advance_epoch(x_.train.epochs);  // the checkpoint describes the state after this epoch
+  EpochVerdict verdict;
+  const bool no_progress = state.stopper.update(
+      epoch + 1, v ? std::optional<double>(fitness) : std::nullopt, x_.train.patience);
+  if (no_progress && epoch + 1 < state.epochs)
+    verdict.stop = state.stopper.message(x_.train.patience);
+  if (x_.train.time > 0) {
+    const RunLength length = run_length(x_.train.time, state.train_seconds, epoch + 1, time_up);
+    state.epochs = length.epochs;
+    if (verdict.stop.empty()) verdict.stop = length.stop;
+  }
+  // The checkpoint describes the state after this epoch.
+  state.advance_epoch(!verdict.stop.empty());
   const Checkpoint last = capture_checkpoint(state, parts_, resolved_);
   save_checkpoint(paths_.last_ckpt, last);
   if (improved) publish_best(paths_, last, x_.train.best_half);
-  return std::nullopt;
+  if (x_.train.save_period > 0 && (epoch + 1) % x_.train.save_period == 0)
+    save_checkpoint(paths_.file("weights/epoch" + std::to_string(epoch + 1) + ".ckpt"), last);
+  return verdict;
 }
 
 }  // namespace detrain::train

@@ -1,7 +1,9 @@
 // The end of an epoch on rank 0: validation of the EMA model (every epoch under train.val,
 // always after the last), its plots and predictions.json, the epoch record into results.csv,
-// results.png and the epoch line, the best-model choice, and the checkpoints (last always,
-// best when the fitness improved). The other ranks only advance and wait (trainer.cpp).
+// results.png and the epoch line, the best-model choice, whether the run ends here
+// (train.patience, train.time, which also re-estimates the epoch count), and the checkpoints
+// (last always, best when the fitness improved, weights/epochN.ckpt every train.save_period
+// epochs). The other ranks only advance and wait (trainer.cpp).
 #pragma once
 
 #include <memory>
@@ -17,6 +19,12 @@
 
 namespace detrain::train {
 
+// What the end of an epoch decided.
+struct EpochVerdict {
+  std::optional<std::string> problem;  // roll back instead (a non-finite validation)
+  std::string stop;  // why the run ends after this epoch, before its epochs; empty: it goes on
+};
+
 class EpochEnd {
  public:
   // Opens results.csv (a resumed run keeps the rows of its completed epochs).
@@ -26,9 +34,10 @@ class EpochEnd {
            const RunPaths& paths, bool resuming, int64_t completed_epochs, bool can_roll_back);
 
   // Finishes epoch `state.position.epoch` that trained for `seconds`: validates, records,
-  // picks the best, advances `state` to the next epoch and saves. Returns why the run must
-  // roll back instead (a non-finite validation), with `state` untouched.
-  std::optional<std::string> finish(TrainState& state, double seconds);
+  // picks the best, decides whether the run stops (`time_up`: train.time ran out inside the
+  // epoch, which then counts as the last), updates `state.epochs` under train.time, advances
+  // `state` to the next epoch and saves. With a problem, `state` is untouched.
+  EpochVerdict finish(TrainState& state, double seconds, bool time_up);
 
   // The last validation's COCO stats (empty before any).
   const std::vector<double>& box_stats() const { return box_stats_; }

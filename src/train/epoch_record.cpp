@@ -5,6 +5,7 @@
 
 #include "common/progress.h"
 #include "eval/coco_eval.h"
+#include "infer/class_table.h"
 
 namespace detrain::train {
 
@@ -34,21 +35,9 @@ CurveMetrics curve_metrics(const eval::CocoEvalResult& r) {
   double p_sum = 0, r_sum = 0;
   int n = 0;
   const int a = 0, m = r.num_max_dets - 1;
-  const auto& recall_thresholds = r.params.recall_thresholds;
   for (int k = 0; k < r.num_categories; ++k) {
     if (r.recall_at(0, k, a, m) < 0) continue;  // no GT in this category
-    double best_f1 = -1, best_p = 0, best_r = 0;
-    for (int i = 0; i < r.num_recall; ++i) {
-      const double p = r.precision_at(0, i, k, a, m);
-      const double rc = recall_thresholds[static_cast<size_t>(i)];
-      if (p <= 0) continue;  // recall not reached
-      const double f1 = 2 * p * rc / (p + rc + 1e-16);
-      if (f1 > best_f1) {
-        best_f1 = f1;
-        best_p = p;
-        best_r = rc;
-      }
-    }
+    const auto [best_p, best_r] = infer::best_f1_point(r, k);
     p_sum += best_p;
     r_sum += best_r;
     ++n;

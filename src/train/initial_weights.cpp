@@ -268,10 +268,10 @@ void adopt_pt_architecture(config::ResolvedConfig& resolved) {
 
 void require_resumable(const Checkpoint& checkpoint, const std::string& path) {
   if (checkpoint.model.empty())
-    throw ConfigError(path +
-                      " holds the shipped weights only (no optimizer or raw model); resume from "
-                      "the run's weights/last.ckpt, or start a new run with model.weights=" +
-                      path);
+    throw ModelError(path +
+                     " holds the shipped weights only (no optimizer or raw model); resume from "
+                     "the run's weights/last.ckpt, or start a new run with model.weights=" +
+                     path);
 }
 
 }  // namespace detrain::train

@@ -45,7 +45,8 @@ InitialWeightsReport load_initial_weights(model::YoloModelImpl& model, const Arc
 // them, --resume rebuilds the same network). No-op for other weights.
 void adopt_pt_architecture(config::ResolvedConfig& resolved);
 
-// Throws ConfigError when `checkpoint` holds weights only (a best.ckpt), which cannot resume.
+// Throws ModelError (exit 6, a checkpoint problem) when `checkpoint` holds weights only (a
+// best.ckpt), which cannot resume.
 void require_resumable(const Checkpoint& checkpoint, const std::string& path);
 
 }  // namespace detrain::train

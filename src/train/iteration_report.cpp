@@ -47,6 +47,7 @@ void IterationReport::add(int64_t iter, const StepResult& step, const TrainState
   wait_ms_total_ += data_wait_ms;
   images_seen_ += step.images;
   state_.iter = iter + 1;
+  state_.epochs = state.epochs;  // train.time re-estimates it
   state_.losses = state.running.means(loss_names_);
   state_.instances = step.instances;
   state_.imgsz = step.imgsz;

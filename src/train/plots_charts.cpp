@@ -109,14 +109,17 @@ cv::Mat draw_curve_chart(const CurveChart& c) {
     const int rows = static_cast<int>(std::min(c.lines.size(), c.line_names.size()));
     const double name_scale =
         std::min(tick * 0.8, 0.9 * plot.height / std::max(1, rows) / text_extent("0", 1.0).height);
+    // One size for every name (the one the longest fits at), so no entry looks emphasised.
+    double fitted = name_scale;
+    for (int k = 0; k < rows; ++k)
+      fitted = std::min(fitted, fit_scale(c.line_names[k], name_scale, room - 40));
     const int step = std::max(text_extent("0", name_scale).height * 2, plot.height / 12);
     cv::Point row(plot.x + plot.width + 30, plot.y + text_extent("0", name_scale).height);
     for (int k = 0; k < rows; ++k, row.y += std::min(step, plot.height / std::max(1, rows))) {
       const int h = text_extent("0", name_scale).height;
       cv::line(img, row + cv::Point(0, -h / 2), row + cv::Point(30, -h / 2), class_colour(k), 4,
                cv::LINE_AA);
-      draw_text(img, c.line_names[k], row + cv::Point(40, 0),
-                fit_scale(c.line_names[k], name_scale, room - 40), kBlack);
+      draw_text(img, c.line_names[k], row + cv::Point(40, 0), fitted, kBlack);
     }
   }
   return img;
@@ -213,6 +216,107 @@ cv::Mat draw_confusion_matrix(const std::vector<std::vector<double>>& matrix,
   return img;
 }
 
+namespace {
+
+// 1, 2 or 5 times a power of ten: about `parts` steps up to `most`.
+int64_t nice_step(int64_t most, int parts) {
+  const double raw = std::max(1.0, static_cast<double>(most) / parts);
+  const double base = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * base >= raw) return std::max<int64_t>(1, static_cast<int64_t>(m * base));
+  return static_cast<int64_t>(10 * base);
+}
+
+}  // namespace
+
+std::vector<int> named_bars(const std::vector<int64_t>& counts, double bar_width, int name_height) {
+  std::vector<int> order(counts.size());
+  for (size_t c = 0; c < counts.size(); ++c) order[c] = static_cast<int>(c);
+  // Largest first; equal counts by index, so the choice is stable.
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return counts[a] > counts[b]; });
+  std::vector<int> named;
+  const int64_t most = counts.empty() ? 0 : counts[static_cast<size_t>(order.front())];
+  for (int c : order) {
+    // A bar under a tenth of the largest is a sliver: its name would say little and take room.
+    if (counts[static_cast<size_t>(c)] == 0 || counts[static_cast<size_t>(c)] * 10 < most) break;
+    const double centre = (c + 0.5) * bar_width;
+    bool clear = true;
+    for (int n : named)
+      if (std::abs((n + 0.5) * bar_width - centre) < name_height + 4) clear = false;
+    if (clear) named.push_back(c);
+  }
+  std::sort(named.begin(), named.end());
+  return named;
+}
+
+void draw_instance_bars(cv::Mat& img, const cv::Rect& area, const std::vector<int64_t>& per_class,
+                        const std::vector<std::string>& names, double tick, double title) {
+  const int nc = static_cast<int>(per_class.size());
+  const int tick_h = text_extent("0", tick).height;
+  auto name_of = [&](int c) {
+    return c < static_cast<int>(names.size()) ? names[static_cast<size_t>(c)] : std::to_string(c);
+  };
+  const int64_t most = std::max<int64_t>(1, *std::max_element(per_class.begin(), per_class.end()));
+  // The y axis runs to the first tick at or above the largest count, with three to five
+  // ticks, so the tallest bar's height reads off the axis.
+  const int64_t step = nice_step(most, 4);
+  const int64_t axis_top = (most + step - 1) / step * step;
+  const int count_w = text_extent(std::to_string(axis_top), tick).width;
+  // Every name under its bar up to 30 classes (as the reference); beyond, the largest classes
+  // whose names do not overlap, since all of them cannot be read at any size.
+  const double name_scale =
+      nc <= 30 ? std::min(tick * 0.7, 0.8 * (area.width - 60.0) / nc / tick_h * tick) : tick * 0.7;
+  const int name_h = text_extent("0", name_scale).height;
+  const int left = area.x + count_w + 24, width = area.width - count_w - 44;
+  const double bar_w = static_cast<double>(width - 4) / std::max(1, nc);  // 2 px clear of each side
+  std::vector<int> named;
+  if (nc <= 30)
+    for (int c = 0; c < nc; ++c) named.push_back(c);
+  else
+    named = named_bars(per_class, bar_w, name_h);
+  int name_len = 0;
+  for (int c : named) name_len = std::max(name_len, text_extent(name_of(c), name_scale).width);
+  const int axis_name_h = nc > 30 ? tick_h + 12 : 0;
+  const cv::Rect plot(left, area.y, width, area.height - name_len - axis_name_h - 24);
+  const std::string heading = "instances";
+  centred(img, heading, plot.x + plot.width / 2, plot.y - 16,
+          fit_scale(heading, title, area.width - 20));
+  for (int64_t v = 0; v <= axis_top; v += step) {
+    const int y =
+        plot.y + plot.height - static_cast<int>(std::lround(double(v) / axis_top * plot.height));
+    if (v > 0) cv::line(img, {plot.x, y}, {plot.x + plot.width, y}, kGrid, 2);
+    const std::string text = std::to_string(v);
+    // Centred on its tick, the top one inside the plot's height, clear of the heading above.
+    draw_text(
+        img, text,
+        {plot.x - text_extent(text, tick).width - 10, std::max(y + tick_h / 2, plot.y + tick_h)},
+        tick, kBlack);
+  }
+  for (int c = 0; c < nc; ++c) {
+    const int h = static_cast<int>(
+        std::lround(double(per_class[static_cast<size_t>(c)]) / axis_top * plot.height));
+    const int x0 = plot.x + 2 + static_cast<int>(std::lround(c * bar_w));
+    const int x1 = plot.x + 2 + static_cast<int>(std::lround((c + 1) * bar_w));
+    // A gap between bars when they are wide enough; never narrower than 2 px.
+    const int w = std::max(2, x1 - x0 - (bar_w >= 4 ? 1 : 0));
+    if (h > 0)
+      cv::rectangle(img, cv::Rect(x0, plot.y + plot.height - h, w, h), class_colour(c), cv::FILLED);
+  }
+  for (int c : named) {
+    const std::string name = name_of(c);
+    draw_vertical_text(img, name,
+                       {plot.x + 2 + static_cast<int>((c + 0.5) * bar_w) - name_h / 2 - 4,
+                        plot.y + plot.height + 10 + text_extent(name, name_scale).width},
+                       name_scale, kBlack);
+  }
+  cv::rectangle(img, plot, kBlack, 2);
+  if (nc > 30) {
+    const std::string axis = std::to_string(nc) + " classes (the largest named)";
+    centred(img, axis, plot.x + plot.width / 2, area.y + area.height - 12,
+            fit_scale(axis, tick * 0.8, area.width - 20));
+  }
+}
+
 cv::Mat draw_labels_plot(const std::vector<data::ImageRecord>& records,
                          const std::vector<std::string>& names) {
   const int cell = 450, width = 2 * cell, nc = std::max<int>(1, static_cast<int>(names.size()));
@@ -237,49 +341,8 @@ cv::Mat draw_labels_plot(const std::vector<data::ImageRecord>& records,
   auto heading = [&](const std::string& s, const cv::Rect& plot) {
     centred(img, s, plot.x + plot.width / 2, plot.y - 16, fit_scale(s, title, cell - 20));
   };
-  // 1. Instances per class: bars, the largest count on the axis, names when they can fit.
-  {
-    const int count_w =
-        text_extent(std::to_string(*std::max_element(per_class.begin(), per_class.end())), tick)
-            .width;
-    const double name_scale = std::min(tick * 0.7, 0.8 * (cell - 60.0) / nc / tick_h * tick);
-    int name_len = 0;
-    if (nc <= 30)
-      for (int c = 0; c < nc; ++c)
-        name_len = std::max(
-            name_len, text_extent(c < static_cast<int>(names.size()) ? names[c] : std::to_string(c),
-                                  name_scale)
-                          .width);
-    const cv::Rect plot(count_w + 24, top, cell - count_w - 44, cell - top - name_len - 24);
-    heading("instances", plot);
-    const int64_t most =
-        std::max<int64_t>(1, *std::max_element(per_class.begin(), per_class.end()));
-    const double w = static_cast<double>(plot.width) / nc;
-    for (int c = 0; c < nc; ++c) {
-      const int h = static_cast<int>(std::lround(double(per_class[c]) / most * plot.height));
-      cv::rectangle(img,
-                    cv::Rect(plot.x + static_cast<int>(c * w), plot.y + plot.height - h,
-                             std::max(1, static_cast<int>(w) - 1), h),
-                    class_colour(c), cv::FILLED);
-      if (nc <= 30) {
-        const int name_h = text_extent("0", name_scale).height;
-        draw_vertical_text(
-            img, c < static_cast<int>(names.size()) ? names[c] : std::to_string(c),
-            {plot.x + static_cast<int>((c + 0.5) * w) - name_h / 2 - 4,
-             plot.y + plot.height + 10 +
-                 text_extent(c < static_cast<int>(names.size()) ? names[c] : std::to_string(c),
-                             name_scale)
-                     .width},
-            name_scale, kBlack);
-      }
-    }
-    cv::rectangle(img, plot, kBlack, 2);
-    const std::string most_text = std::to_string(most);
-    draw_text(img, most_text, {plot.x - text_extent(most_text, tick).width - 10, plot.y + tick_h},
-              tick, kBlack);
-    draw_text(img, "0", {plot.x - text_extent("0", tick).width - 10, plot.y + plot.height}, tick,
-              kBlack);
-  }
+  // 1. Instances per class.
+  draw_instance_bars(img, cv::Rect(0, top, cell, cell - top), per_class, names, tick, title);
   // 2. Box shapes at the centre (up to 1000 boxes).
   {
     const cv::Rect plot(cell + 30, top, cell - 60, cell - top - 30);

@@ -1,6 +1,7 @@
 // `detrain predict`: runs a model on images (a file, a directory or a pattern), one at a time
 // with the reference's predict letterbox (data/predict_letterbox.h) and postprocess (NMS with
-// the best class per box, as the reference's predictor), and writes each image with its detections drawn plus the
+// the best class per box, as the reference's predictor; fp32 unless train.precision is
+// bf16-always), and writes each image with its detections drawn plus the
 // detections as COCO results (predictions.json) and the image list (images.json) that gives
 // each result's image_id its file. Nothing already in the output folder is overwritten: a taken
 // name gets the first free "_2", "_3", ... suffix (the two JSON files share theirs).

@@ -4,6 +4,8 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+
 #include "common/errors.h"
 #include "train/inference_model.h"
 #include "train/initial_weights.h"
@@ -11,6 +13,23 @@
 #include "train/train_state.h"
 
 namespace detrain::train {
+
+config::ResolvedConfig resume_config(const std::string& where,
+                                     const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (!std::filesystem::exists(where, ec))
+    throw IoError("--resume " + where +
+                  ": no such run directory or checkpoint (give runs/<name> or "
+                  "runs/<name>/weights/last.ckpt)");
+  const std::string path = resume_checkpoint(where);
+  const Checkpoint c = load_checkpoint(path);
+  require_resumable(c, path);
+  const std::string args_yaml = run_paths(resume_run_dir(where)).args_yaml;
+  if (std::filesystem::is_regular_file(args_yaml, ec)) return config::resolve(args_yaml, overrides);
+  spdlog::info("{} has no args.yaml beside it; resuming with the checkpoint's own configuration",
+               path);
+  return checkpoint_config(c.config_yaml, path, overrides);
+}
 
 Checkpoint load_resume_checkpoint(const std::string& path, const ResumeExpectation& expected) {
   const config::ResolvedConfig& resolved = *expected.resolved;
@@ -33,13 +52,20 @@ Checkpoint load_resume_checkpoint(const std::string& path, const ResumeExpectati
     const auto changes = config::diff(saved.experiment, resolved.experiment);
     std::string listed;
     for (const auto& line : changes) listed += "\n  " + line;
-    if (!expected.force)
-      throw ConfigError(path + ": the configuration differs from the checkpoint's (hash " +
-                        c.config_hash + " vs " + resolved.hash +
-                        "); resume with the same config, "
-                        "or pass --force to accept:" +
-                        listed);
-    spdlog::warn("resuming with a different configuration (--force):{}", listed);
+    // The same values under another hash: the checkpoint predates keys added since (at their
+    // defaults now), which change nothing it did.
+    if (changes.empty()) {
+      spdlog::info(
+          "{} was written before keys were added to the configuration; its values are "
+          "this run's",
+          path);
+    } else {
+      if (!expected.force)
+        throw ConfigError(path + ": the configuration differs from the checkpoint's (hash " +
+                          c.config_hash + " vs " + resolved.hash +
+                          "); resume with the same config, or pass --force to accept:" + listed);
+      spdlog::warn("resuming with a different configuration (--force):{}", listed);
+    }
   }
   if (c.position.batches_per_epoch != expected.batches_per_epoch)
     throw ConfigError(

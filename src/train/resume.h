@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "train/checkpoint.h"
@@ -22,7 +23,18 @@ struct ResumeExpectation {
   bool force = false;  // accept a different configuration (the diff is logged)
 };
 
-// Loads `path` and checks it against `expected`; ConfigError / ModelError otherwise.
+// `detrain train --resume WHERE` without --config: the configuration to resume with, the run's
+// args.yaml when WHERE (a run directory or its weights/last.ckpt) sits in a run that has one,
+// else the checkpoint's own, with `overrides` on top. The checkpoint is read and checked first,
+// so a bad file is named as what it is rather than as a missing args.yaml: IoError when WHERE
+// or the checkpoint does not exist (exit 5), ModelError when it is not a detrain checkpoint, is
+// truncated or corrupt, or is best.ckpt's shipped weights (exit 6, as every checkpoint error).
+config::ResolvedConfig resume_config(const std::string& where,
+                                     const std::vector<std::string>& overrides);
+
+// Loads `path` and checks it against `expected`: ModelError for a checkpoint that cannot
+// continue any run (best.ckpt, another architecture), ConfigError for one that cannot continue
+// this configuration (world size, finished, config, batches per epoch).
 Checkpoint load_resume_checkpoint(const std::string& path, const ResumeExpectation& expected);
 
 // `--resume WHERE` (a run directory or a checkpoint): the checked checkpoint's weights,

@@ -32,8 +32,8 @@ void report_start(const config::ResolvedConfig& resolved, bool all) {
         x.augment.close_mosaic, x.train.epochs, x.train.epochs / 3);
 }
 
-void report_mosaic(const config::Experiment& x, int64_t epoch) {
-  const int64_t epochs = x.train.epochs, close = x.augment.close_mosaic;
+void report_mosaic(const config::Experiment& x, int64_t epoch, int64_t epochs) {
+  const int64_t close = x.augment.close_mosaic;
   if (x.augment.mosaic > 0 && epoch > 0 && !data::mosaic_active(epoch, epochs, close) &&
       data::mosaic_active(epoch - 1, epochs, close))
     spdlog::info("closing mosaic (and mixup) for the last {} epochs (augment.close_mosaic)",
@@ -52,9 +52,9 @@ std::string file_size(const std::string& path) {
 
 std::string final_summary(const TrainSummary& s) {
   const RunPaths p = run_paths(s.run_dir);
-  std::string text = std::to_string(s.epochs_completed) + " epochs (" +
-                     std::to_string(s.optimizer_steps) + " optimizer steps) in " +
-                     format_duration(s.total_s) + "; ";
+  std::string text = s.stop_reason.empty() ? "" : s.stop_reason + "\n";
+  text += std::to_string(s.epochs_completed) + " epochs (" + std::to_string(s.optimizer_steps) +
+          " optimizer steps) in " + format_duration(s.total_s) + "; ";
   if (s.best_epoch >= 0)
     text += "best epoch " + std::to_string(s.best_epoch + 1) + " (fitness " +
             fixed(s.best_fitness, 4) + "): " + p.best_ckpt + " (" + file_size(p.best_ckpt) + ")";

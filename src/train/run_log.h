@@ -21,10 +21,11 @@ void show(const std::string& text);
 // warnings about settings that defeat themselves (close_mosaic >= epochs).
 void report_start(const config::ResolvedConfig& resolved, bool all);
 
-// Said once, when epoch `epoch` (0-based) is the first without mosaic.
-void report_mosaic(const config::Experiment& x, int64_t epoch);
+// Said once, when epoch `epoch` (0-based) of `epochs` is the first without mosaic.
+void report_mosaic(const config::Experiment& x, int64_t epoch, int64_t epochs);
 
-// The last lines of a run: epochs, total time, best epoch and fitness, best/last paths.
+// The last lines of a run: why it stopped before its epochs when it did, epochs, total time,
+// best epoch and fitness, best/last paths.
 std::string final_summary(const TrainSummary& summary);
 
 // Validation progress, in the form of train.progress: on a terminal (live) "validating 24/48

@@ -114,12 +114,11 @@ TrainParts build_parts(const config::Experiment& x, const TrainingData& data, Wo
   const optim::OptimizerPlan plan = optim::plan_optimizer(
       x, static_cast<int64_t>(data.train_records.images.size()), p.model->arch().nc);
   p.optimizer = optim::build_optimizer(p.params, x.optim, plan.run);
-  std::vector<optim::GroupSchedule> groups;
   for (size_t g = 0; g < p.optimizer->num_groups(); ++g)
-    groups.push_back(
+    p.schedule_groups.push_back(
         {p.optimizer->lr(g), p.optimizer->group_name(g).find("bias") != std::string::npos});
-  p.schedule = std::make_unique<optim::TrainSchedule>(plan.settings,
-                                                      p.train_loader->batches_per_epoch(), groups);
+  p.schedule = std::make_unique<optim::TrainSchedule>(
+      plan.settings, p.train_loader->batches_per_epoch(), p.schedule_groups);
 
   if (world.is_main())
     p.validation = std::make_unique<ValidationRun>(x, dataset, x.val.split, *p.model, device, bf16);

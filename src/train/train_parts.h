@@ -39,7 +39,8 @@ struct TrainParts {
   std::unique_ptr<data::Loader> train_loader;
   std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<optim::TrainSchedule> schedule;
-  std::unique_ptr<ValidationRun> validation;  // rank 0 only (the others never validate)
+  std::vector<optim::GroupSchedule> schedule_groups;  // what `schedule` was built from
+  std::unique_ptr<ValidationRun> validation;          // rank 0 only (the others never validate)
 };
 
 // Checks the model YAML (before any data is read), loads the descriptor and scans the

@@ -17,6 +17,10 @@ constexpr const char* kRunningLoss = "running_loss";
 constexpr const char* kRunningCount = "running_count";
 constexpr const char* kWorldSize = "world_size";
 constexpr const char* kLrScale = "lr_scale";
+constexpr const char* kStopperBestFitness = "stopper_best_fitness";
+constexpr const char* kStopperBestEpoch = "stopper_best_epoch";
+constexpr const char* kEpochs = "epochs";
+constexpr const char* kTrainSeconds = "train_seconds";
 
 const torch::Tensor* find_tensor(const NamedTensors& tensors, const std::string& name) {
   for (const auto& [n, t] : tensors)
@@ -52,10 +56,10 @@ void TrainState::summarize(TrainSummary& summary) const {
   summary.best_epoch = best_epoch;
 }
 
-void TrainState::advance_epoch(int64_t epochs) {
+void TrainState::advance_epoch(bool stop) {
   position.epoch += 1;
   position.iter_in_epoch = 0;
-  position.finished = position.epoch >= epochs;
+  position.finished = stop || position.epoch >= epochs;
   running = RunningLoss{};
 }
 
@@ -86,6 +90,10 @@ Checkpoint capture_checkpoint(const TrainState& state, const TrainParts& parts,
   c.extra_scalars[kRunningCount] = static_cast<double>(state.running.count);
   c.extra_scalars[kWorldSize] = static_cast<double>(state.world_size);
   c.extra_scalars[kLrScale] = state.lr_scale;
+  c.extra_scalars[kStopperBestFitness] = state.stopper.best_fitness;
+  c.extra_scalars[kStopperBestEpoch] = static_cast<double>(state.stopper.best_epoch);
+  c.extra_scalars[kEpochs] = static_cast<double>(state.epochs);
+  c.extra_scalars[kTrainSeconds] = state.train_seconds;
   return c;
 }
 
@@ -106,6 +114,10 @@ TrainState state_of(const Checkpoint& c) {
   s.best_epoch = c.best_epoch;
   s.lr_scale = scalar_or(c.extra_scalars, kLrScale, 1.0);
   s.world_size = static_cast<int64_t>(scalar_or(c.extra_scalars, kWorldSize, 1));
+  s.stopper.best_fitness = scalar_or(c.extra_scalars, kStopperBestFitness, 0.0);
+  s.stopper.best_epoch = static_cast<int64_t>(scalar_or(c.extra_scalars, kStopperBestEpoch, 0));
+  s.epochs = static_cast<int64_t>(scalar_or(c.extra_scalars, kEpochs, 0));
+  s.train_seconds = scalar_or(c.extra_scalars, kTrainSeconds, 0.0);
   return s;
 }
 

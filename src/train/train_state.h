@@ -15,6 +15,7 @@
 
 #include "config/config.h"
 #include "train/checkpoint.h"
+#include "train/early_stopping.h"
 #include "train/train_parts.h"
 #include "train/trainer.h"
 
@@ -36,9 +37,15 @@ struct TrainState {
   int64_t best_epoch = -1;  // 0-based
   double lr_scale = 1.0;    // the divergence policy's learning-rate factor
   int64_t world_size = 1;   // ranks of the run (a resume must use as many)
+  EarlyStopping stopper;    // train.patience
+  // Epochs of the run: train.epochs, or under train.time the count re-estimated after every
+  // epoch (0 in a state read from a checkpoint without one: the config's then).
+  int64_t epochs = 0;
+  double train_seconds = 0;  // training wall time so far, resumed parts included (train.time)
 
-  // Epoch `position.epoch` is done: the next one starts (finished after train.epochs).
-  void advance_epoch(int64_t epochs);
+  // Epoch `position.epoch` is done: the next one starts (finished after `epochs`, or when
+  // `stop` ends the run early).
+  void advance_epoch(bool stop = false);
   // Epochs completed, optimizer steps and the best epoch into a run's summary.
   void summarize(TrainSummary& summary) const;
 };
@@ -48,7 +55,8 @@ struct TrainState {
 Checkpoint capture_checkpoint(const TrainState& state, const TrainParts& parts,
                               const config::ResolvedConfig& resolved);
 
-// The loop state a checkpoint holds (position, running sums, rows, best, lr scale, world).
+// The loop state a checkpoint holds (position, running sums, rows, best, lr scale, world,
+// early-stopping state, the epoch count under train.time, the training time so far).
 TrainState state_of(const Checkpoint& checkpoint);
 
 // Puts the checkpoint's weights, EMA, optimizer state, generators and gradients into `parts`.

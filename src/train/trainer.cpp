@@ -13,6 +13,7 @@
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/timer.h"
+#include "compat/deterministic.h"
 #include "data/loader.h"
 #include "train/batch_plots.h"
 #include "train/checkpoint_files.h"
@@ -48,14 +49,23 @@ class Trainer {
   // Back to the epoch's start with half the learning rate, or NumericError when
   // train.max_bad_steps rollbacks are used up.
   void roll_back();
+  // Training wall time of the whole run so far (train.time), kept in state_.train_seconds.
+  double training_seconds() const { return seconds_before_ + loop_clock_.seconds(); }
+  // Rebuilds the schedule when train.time changed the epoch count it was built for.
+  void follow_epoch_count();
   Checkpoint checkpoint() const { return capture_checkpoint(state_, parts_, resolved_); }
   bool main() const { return world_->is_main(); }
 
   const TrainRequest& request_;
   const config::ResolvedConfig resolved_;
   const config::Experiment& x_;
-  Stopwatch run_clock_;  // this process's part of the run (the summary's total time)
+  Stopwatch run_clock_;        // this process's part of the run (the summary's total time)
+  Stopwatch loop_clock_;       // from the first iteration of this process (train.time)
+  double seconds_before_ = 0;  // training time of the run before this process (a resume)
+  bool time_up_ = false;       // train.time ran out inside the current epoch
+  std::string stop_reason_;    // why the run ended before its epochs
   Placement placement_;
+  std::optional<compat::DeterministicScope> deterministic_;  // runtime.deterministic, this run
   Precision precision_ = Precision::kBf16;
   TrainingData data_;
   std::unique_ptr<World> world_;
@@ -72,8 +82,10 @@ class Trainer {
 
 void Trainer::build() {
   placement_ = place_process(x_);
+  // Before the model is built, as the reference's init_seeds; undone when the run ends.
+  deterministic_.emplace(x_.runtime.deterministic, x_.runtime.deterministic_warn_only);
   precision_ = effective_precision(parse_precision(x_.train.precision), placement_.device);
-  spdlog::info("{}", placement_.runtime_summary);
+  spdlog::info("{}; {}", placement_.runtime_summary, compat::deterministic_state().describe());
   data_ = build_training_data(x_);
   // The process group comes after the data scan, so no rank scans while others wait in a
   // collective.
@@ -115,12 +127,12 @@ void Trainer::open_run_directory() {
 }
 
 bool Trainer::train_epoch() {
-  const int64_t epoch = state_.position.epoch, epochs = x_.train.epochs;
+  const int64_t epoch = state_.position.epoch, epochs = state_.epochs;
   const int64_t nb = state_.position.batches_per_epoch;
   const std::vector<std::string>& loss_names = parts_.criterion->names();
   parts_.criterion->set_epoch(epoch, epochs);
   parts_.train_loader->set_mosaic(data::mosaic_active(epoch, epochs, x_.augment.close_mosaic));
-  if (main()) report_mosaic(x_, epoch);
+  if (main()) report_mosaic(x_, epoch, epochs);
   parts_.train_loader->start_epoch(epoch, state_.position.iter_in_epoch);
   parts_.model->train();
   report_->start_epoch(epoch, nb, loss_names);
@@ -158,6 +170,13 @@ bool Trainer::train_epoch() {
     if (main() && x_.train.save_period_steps > 0 && step.optimizer_stepped &&
         state_.position.optimizer_steps % x_.train.save_period_steps == 0)
       save_checkpoint(paths_.last_ckpt, checkpoint());
+    // train.time: the reference checks after every optimizer step and ends the epoch there;
+    // rank 0's clock decides for all.
+    if (x_.train.time > 0 && step.optimizer_stepped &&
+        world_->any(main() && training_seconds() > x_.train.time * 3600.0, "the time check")) {
+      time_up_ = true;
+      break;
+    }
   }
   report_->finish_epoch();
   return true;
@@ -167,13 +186,37 @@ bool Trainer::train_epoch() {
 // to train.dist_timeout_s) so none races ahead into a collective.
 void Trainer::finish_epoch(double seconds) {
   const std::string key = "epoch_done/" + std::to_string(state_.position.epoch);
+  state_.train_seconds = training_seconds();
+  // Rank 0's decision (go on, stop, how many epochs under train.time) travels as
+  // "<epochs>\n<why it stops>".
+  std::string decision;
   if (main()) {
-    if (const auto problem = epoch_end_->finish(state_, seconds)) problem_ = *problem;
+    const EpochVerdict verdict = epoch_end_->finish(state_, seconds, time_up_);
+    if (verdict.problem) problem_ = *verdict.problem;
+    decision = std::to_string(state_.epochs) + "\n" + verdict.stop;
+    world_->from_main(key, decision);
     world_->notify(key);
-    return;
+  } else {
+    world_->wait_for(key);
+    decision = world_->from_main(key, "");
   }
-  state_.advance_epoch(x_.train.epochs);
-  world_->wait_for(key);
+  time_up_ = false;
+  const size_t cut = decision.find('\n');
+  const std::string stop = decision.substr(cut + 1);
+  if (!main()) {
+    state_.epochs = std::stoll(decision.substr(0, cut));
+    state_.advance_epoch(!stop.empty());
+  }
+  if (!stop.empty() && problem_.empty()) stop_reason_ = stop;
+  follow_epoch_count();
+}
+
+void Trainer::follow_epoch_count() {
+  optim::ScheduleSettings settings = parts_.schedule->settings();
+  if (settings.epochs == state_.epochs) return;
+  settings.epochs = state_.epochs;
+  parts_.schedule = std::make_unique<optim::TrainSchedule>(
+      settings, parts_.schedule->batches_per_epoch(), parts_.schedule_groups);
 }
 
 void Trainer::roll_back() {
@@ -204,12 +247,17 @@ TrainSummary Trainer::run() {
   }
   // Only rank 0 writes the run directory; the others learn its name for their messages.
   paths_.dir = world_->from_main("run_dir", paths_.dir);
+  // The epoch count: the config's, or under train.time the one the run had re-estimated.
+  if (x_.train.time <= 0 || state_.epochs <= 0) state_.epochs = x_.train.epochs;
+  follow_epoch_count();
+  seconds_before_ = state_.train_seconds;
   open_run_directory();
 
   TrainSummary summary;
   summary.run_dir = paths_.dir;
   summary.main_rank = main();
-  while (state_.position.epoch < x_.train.epochs) {
+  loop_clock_.reset();
+  while (!state_.position.finished && state_.position.epoch < state_.epochs) {
     if (state_.position.iter_in_epoch == 0 || !good_state_) good_state_ = deep_copy(checkpoint());
     Stopwatch epoch_clock;
     const bool completed = train_epoch();
@@ -220,6 +268,7 @@ TrainSummary Trainer::run() {
     if (!completed) {
       // Mid-accumulation gradients differ per rank; their mean continues the same sums.
       world_->average_gradients(parts_.trainable);
+      state_.train_seconds = training_seconds();
       if (main()) save_checkpoint(paths_.last_ckpt, checkpoint());
       world_->barrier("the stop checkpoint");
       summary.interrupted = true;
@@ -234,6 +283,7 @@ TrainSummary Trainer::run() {
   world_->barrier("the end of training");
   if (main()) log_skipped_images(data_, *parts_.train_loader);
   state_.summarize(summary);
+  summary.stop_reason = stop_reason_;
   summary.total_s = run_clock_.seconds();
   if (epoch_end_) {
     summary.box_stats = epoch_end_->box_stats();

@@ -47,7 +47,9 @@ struct TrainSummary {
   int64_t epochs_completed = 0;
   int64_t optimizer_steps = 0;
   bool interrupted = false;  // stopped early with a resumable checkpoint
-  bool main_rank = true;     // false on ranks > 0 of a distributed run (they report nothing)
+  // Why a finished run ended before its epochs (train.patience, train.time); empty otherwise.
+  std::string stop_reason;
+  bool main_rank = true;  // false on ranks > 0 of a distributed run (they report nothing)
   double best_fitness = 0;
   int64_t best_epoch = -1;             // 0-based
   double total_s = 0;                  // wall time of this process's part of the run

@@ -258,7 +258,43 @@ void ValPlots::add(int64_t batch_index, const infer::ValBatch& batch,
   }
 }
 
-void ValPlots::save() const {
+CurveChart coco_pr_chart(const eval::CocoEvalResult& r, const std::string& title,
+                         const std::function<std::string(int64_t)>& name_of) {
+  CurveChart chart;
+  chart.title = title;
+  chart.x_label = "Recall";
+  chart.y_label = "Precision";
+  chart.xs = r.params.recall_thresholds;
+  // IoU 0.5 (the first threshold of COCO's defaults); another first threshold is named.
+  int t = 0;
+  for (int i = 0; i < r.num_iou; ++i)
+    if (std::abs(r.params.iou_thresholds[static_cast<size_t>(i)] - 0.5) < 1e-9) t = i;
+  const double iou = r.num_iou > 0 ? r.params.iou_thresholds[static_cast<size_t>(t)] : 0.5;
+  const int a = 0, m = r.num_max_dets - 1;
+  chart.mean.assign(chart.xs.size(), 0.0);
+  for (int k = 0; k < r.num_categories; ++k) {
+    if (r.num_recall == 0 || r.precision_at(t, 0, k, a, m) < 0) continue;  // no ground truth
+    std::vector<double> line;
+    for (int i = 0; i < r.num_recall; ++i) line.push_back(r.precision_at(t, i, k, a, m));
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s %.3f",
+                  name_of(r.category_ids[static_cast<size_t>(k)]).c_str(), r.category_ap(k, iou));
+    chart.lines.push_back(std::move(line));
+    chart.line_names.emplace_back(buf);
+  }
+  for (const auto& line : chart.lines)
+    for (size_t i = 0; i < line.size(); ++i) chart.mean[i] += line[i] / chart.lines.size();
+  double area = 0;
+  for (double p : chart.mean) area += p / std::max<size_t>(chart.mean.size(), 1);
+  char label[96];
+  std::snprintf(label, sizeof label, "all classes %.3f AP%.0f (COCO)", area, iou * 100);
+  chart.mean_label = label;
+  return chart;
+}
+
+void ValPlots::save(const infer::ValidationResult& result) const { save_curves(&result); }
+
+void ValPlots::save_curves(const infer::ValidationResult* result) const {
   save_chart(draw_confusion_matrix(confusion_, dataset_.names, false),
              (fs::path(dir_) / "confusion_matrix.png").string());
   save_chart(draw_confusion_matrix(confusion_, dataset_.names, true),
@@ -282,22 +318,37 @@ void ValPlots::save() const {
                     m.empty() ? 0.0 : c.confidence[i]);
       return std::string(buf);
     };
-    const double map50 =
-        c.ap50.empty() ? 0.0 : std::accumulate(c.ap50.begin(), c.ap50.end(), 0.0) / c.ap50.size();
-    char map_text[64];
-    std::snprintf(map_text, sizeof map_text, "all classes %.3f mAP@0.5", map50);
-    CurveChart pr{prefix + " precision-recall",
-                  "Recall",
-                  "Precision",
-                  c.confidence,
-                  c.pr,
-                  names,
-                  mean_of(c.pr),
-                  map_text};
-    for (size_t k = 0; k < names.size(); ++k) {
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "%s %.3f", names[k].c_str(), c.ap50[k]);
-      pr.line_names[k] = buf;
+    const eval::CocoEvalResult* coco = !result             ? nullptr
+                                       : prefix == "Box"   ? &result->box
+                                       : result->keypoints ? &*result->keypoints
+                                                           : nullptr;
+    CurveChart pr;
+    if (coco) {
+      pr = coco_pr_chart(*coco, prefix + " precision-recall", [&](int64_t id) {
+        const int64_t k = dataset_.class_index(id);
+        return k >= 0 && k < static_cast<int64_t>(dataset_.names.size())
+                   ? dataset_.names[static_cast<size_t>(k)]
+                   : std::to_string(id);
+      });
+    } else {
+      const double map50 =
+          c.ap50.empty() ? 0.0 : std::accumulate(c.ap50.begin(), c.ap50.end(), 0.0) / c.ap50.size();
+      char map_text[96];
+      std::snprintf(map_text, sizeof map_text, "all classes %.3f AP50 (pooled matches, not COCO)",
+                    map50);
+      pr = CurveChart{prefix + " precision-recall",
+                      "Recall",
+                      "Precision",
+                      c.confidence,
+                      c.pr,
+                      names,
+                      mean_of(c.pr),
+                      map_text};
+      for (size_t k = 0; k < names.size(); ++k) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%s %.3f", names[k].c_str(), c.ap50[k]);
+        pr.line_names[k] = buf;
+      }
     }
     save_chart(draw_curve_chart(pr), (fs::path(dir_) / (prefix + "PR_curve.png")).string());
     const struct {

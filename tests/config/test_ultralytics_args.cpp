@@ -95,7 +95,7 @@ TEST_CASE("every detrain key of the table exists and takes the 8.4.190 default",
       }
     }
   }
-  CHECK(mapped == 55);
+  CHECK(mapped == 57);
 }
 
 TEST_CASE("the issue's command line translates", "[unit][config][ultralytics_args]") {
@@ -169,8 +169,13 @@ TEST_CASE("Ultralytics value spellings", "[unit][config][ultralytics_args]") {
     CHECK(contains(error_of([] { one("amp=fp16"); }), "BF16 autocast"));
   }
   SECTION("numbers, lists and None") {
-    CHECK(one("patience=0") == "train.patience=1000000");
+    CHECK(one("patience=0") == "train.patience=0");
     CHECK(one("patience=30") == "train.patience=30");
+    CHECK(one("time=1.5") == "train.time=1.5");
+    CHECK(one("time=None") == "train.time=0.0");
+    CHECK(one("save_period=-1") == "train.save_period=0");
+    CHECK(one("save_period=5") == "train.save_period=5");
+    CHECK(contains(error_of([] { one("deterministic=True", "val"); }), "changes nothing"));
     CHECK(one("freeze=3") == "train.freeze=[0, 1, 2]");
     CHECK(one("freeze=[0,2]") == "train.freeze=[0, 2]");
     CHECK(one("freeze=None") == "train.freeze=[]");
@@ -207,7 +212,8 @@ TEST_CASE("unsupported and pointless Ultralytics arguments are errors naming the
   CHECK(seg ==
         "`overlap_mask` (Ultralytics) is not supported by detrain: segmentation tasks "
         "are not supported");
-  CHECK(contains(error_of([] { one("time=1.5"); }), "`time` (Ultralytics) is not supported"));
+  CHECK(contains(error_of([] { one("multi_scale=0.5"); }),
+                 "`multi_scale` (Ultralytics) is not supported"));
   CHECK(contains(error_of([] { one("save=True"); }), "always on"));
   CHECK(contains(error_of([] { one("show"); }), "`show` (Ultralytics) is not supported"));
   CHECK(contains(error_of([] { one("format=onnx", "export"); }), "detrain export -f"));

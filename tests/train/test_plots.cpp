@@ -1,18 +1,22 @@
 // Plots: the Gaussian smoothing against scipy's documented values, results.png layout, batch
 // mosaics drawing boxes, keypoints and skeletons at the right pixels, and chart text that
 // reads at 160 px wide.
-#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "eval/coco_eval.h"
+#include "eval/coco_synth.h"
 #include "test_support.h"
 #include "train/epoch_record.h"
 #include "train/plot_text.h"
 #include "train/plots.h"
 #include "train/plots_charts.h"
 #include "train/val_plots.h"
+
+// After the project headers: LibTorch's c10 logging defines a CHECK of its own (an abort).
+#include <catch2/catch.hpp>
 
 using namespace detrain;
 using namespace detrain::train;
@@ -260,4 +264,84 @@ TEST_CASE("chart text is sized to read at 160 px wide", "[unit][train]") {
     CHECK(title_height_at_160(img) >= 6.0);
     CHECK(title_height_at_160(img) <= 12.0);  // a title, not the plot
   }
+}
+
+TEST_CASE("the PR chart is COCO's: its legends are the AP50 results.csv and eval print",
+          "[unit][train]") {
+  eval::SynthGtOptions g;
+  g.images = 60;
+  g.categories = 5;
+  const eval::CocoGroundTruth gt = eval::synth_ground_truth(g);
+  const eval::CocoEvalResult r = eval::evaluate_coco(
+      gt, eval::synth_detections(gt, {}), eval::CocoParams::defaults(eval::IouType::kBbox));
+  const CurveChart c =
+      coco_pr_chart(r, "Box precision-recall", [](int64_t id) { return "c" + std::to_string(id); });
+  REQUIRE(c.xs.size() == 101);
+  REQUIRE(c.lines.size() == 5);
+  // The mean line's mean over COCO's 101 recall points is stats[1] (AP50, results.csv's
+  // mAP50(B)), up to summation order.
+  double area = 0;
+  for (double p : c.mean) area += p / c.mean.size();
+  CHECK(area == Approx(r.stats[1]).margin(1e-12));
+  char expected[64];
+  std::snprintf(expected, sizeof expected, "all classes %.3f AP50 (COCO)", r.stats[1]);
+  CHECK(c.mean_label == expected);
+  // Each class's legend is detrain eval --per-class's AP50 of that category.
+  for (int k = 0; k < r.num_categories; ++k) {
+    std::snprintf(expected, sizeof expected, "c%lld %.3f",
+                  static_cast<long long>(r.category_ids[static_cast<size_t>(k)]),
+                  r.category_ap(k, 0.5));
+    CHECK(c.line_names[static_cast<size_t>(k)] == expected);
+  }
+}
+
+TEST_CASE("labels.jpg: the tallest bar reads off the axis and large classes are named",
+          "[unit][train]") {
+  // 80 classes, class 0 far the largest (167, as person in coco-mini), 12 the next (45).
+  std::vector<std::string> names;
+  for (int c = 0; c < 80; ++c) names.push_back(c == 0 ? "person" : "class" + std::to_string(c));
+  std::vector<data::ImageRecord> records(1);
+  records[0].width = records[0].height = 640;
+  auto add = [&](int cls, int n) {
+    for (int i = 0; i < n; ++i) {
+      records[0].boxes_xyxy_px.push_back({10.0f, 10.0f, 60.0f, 90.0f});
+      records[0].classes.push_back(cls);
+    }
+  };
+  add(0, 167);
+  add(12, 45);
+  add(40, 3);
+  const cv::Mat img = draw_labels_plot(records, names);
+  // The bar of class 0 is a filled column in its colour, several pixels wide (it used to hide
+  // under the y axis), and as tall as 167 / 200 of the axis whose top tick is 200.
+  int widest = 0, tallest = 0;
+  for (int y = 0; y < img.rows / 2; ++y) {
+    int run = 0;
+    for (int x = 0; x < img.cols / 2; ++x) {
+      run = pixel_is(img, x, y, class_colour(0)) ? run + 1 : 0;
+      widest = std::max(widest, run);
+    }
+  }
+  for (int x = 0; x < img.cols / 2; ++x) {
+    int run = 0;
+    for (int y = 0; y < img.rows / 2; ++y) {
+      run = pixel_is(img, x, y, class_colour(0)) ? run + 1 : 0;
+      tallest = std::max(tallest, run);
+    }
+  }
+  CHECK(widest >= 3);
+  CHECK(tallest > 150);
+  // Names for the largest bars that fit side by side, the largest first.
+  const std::vector<int64_t> counts = [&] {
+    std::vector<int64_t> c(80, 0);
+    c[0] = 167, c[1] = 44, c[12] = 45, c[40] = 3;
+    return c;
+  }();
+  const std::vector<int> named = named_bars(counts, 4.6, 12);
+  CHECK(std::find(named.begin(), named.end(), 0) != named.end());
+  CHECK(std::find(named.begin(), named.end(), 12) != named.end());
+  CHECK(std::find(named.begin(), named.end(), 1) == named.end());   // too close to class 0
+  CHECK(std::find(named.begin(), named.end(), 40) == named.end());  // under a tenth of 167
+  CHECK(std::find(named.begin(), named.end(), 5) == named.end());   // no instances, no name
+  CHECK(std::is_sorted(named.begin(), named.end()));
 }
