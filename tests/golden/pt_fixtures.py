@@ -12,7 +12,9 @@ Writes, under --out:
                            trainer's final strip (model None, ema set, optimizer kept): a run in progress
   <file>.state.safetensors the reference's own reading of each file: torch.load + (ema or model).float().state_dict()
   <file>.forward.safetensors the eval-mode raw head outputs of that model on a fixed 1x3x160x224 input
-  <file>.predict.json      YOLO(<file>).predict on the coco-mini val images (imgsz 320, conf 0.02, CPU)
+  yolo11n-predict/last.pt  YOLO11n trained (500 epochs, 128 px) on 4 coco-mini val photos until it finds
+                           objects, and last.pt.predict.json: YOLO(last.pt).predict on the 48 val photos
+                           (the settings are its MANIFEST entry's "predict")
   MANIFEST.json            every file with its model, task, nc, names and scale
 Nothing here is committed: the data are coco-mini's (see README's data rules).
 """
@@ -31,8 +33,13 @@ RANDOM = ["yolov8n", "yolov8n-pose", "yolo11n", "yolo11n-pose", "yolo26n", "yolo
 TRAINED = ["yolov8n", "yolov8n-pose", "yolo11n", "yolo11n-pose", "yolo26n", "yolo26n-pose"]
 UNSTRIPPED = ["yolo11n", "yolo26n-pose"]  # also keep the epoch's last.pt before the final strip
 INPUT_SHAPE = (1, 3, 160, 224)  # not square: the anchors' row-major order is tested too
-PREDICT_IMGSZ = 320
-PREDICT_CONF = 0.02  # low: a one-epoch model has few confident boxes, and more boxes test more
+# The predict fixture: a one-epoch model finds nothing (no score reaches 0.02), so one model is
+# overfitted on a few photos; at 128 px and conf 0.05 it gives ~200 boxes on 12 of the 48 photos,
+# with scores spread over 0.06-1.
+PREDICT = {"imgsz": 128, "conf": 0.05}
+PREDICT_TRAIN = {"epochs": 500, "imgsz": 128, "batch": 4, "optimizer": "SGD", "lr0": 0.02, "mosaic": 0.0,
+                 "close_mosaic": 0, "warmup_epochs": 1, "val": False}
+PREDICT_PHOTOS = 4
 
 
 def yolo_copy(data_root, out):
@@ -82,7 +89,7 @@ def yolo_copy(data_root, out):
     return root
 
 
-def reference_outputs(path, out_prefix, val_images):
+def reference_outputs(path, out_prefix, val_images=None):
     from safetensors.torch import save_file
     from ultralytics import YOLO
 
@@ -105,7 +112,12 @@ def reference_outputs(path, out_prefix, val_images):
                     tensors[f"{branch}.{k}"] = v.contiguous()
     save_file(tensors, out_prefix + ".forward.safetensors")
 
-    results = YOLO(path).predict(val_images, imgsz=PREDICT_IMGSZ, conf=PREDICT_CONF, device="cpu", verbose=False)
+    if val_images is None:
+        return model
+    # The folder as source, as `yolo predict source=DIR` runs: one image per batch, so each gets the
+    # minimal-padding letterbox (a Python list of paths is letterboxed to imgsz x imgsz instead).
+    results = YOLO(path).predict(os.path.dirname(val_images[0]), imgsz=PREDICT["imgsz"], conf=PREDICT["conf"],
+                                 device="cpu", verbose=False, stream=True)
     preds = []
     for r in results:
         item = {"file": os.path.basename(r.path), "boxes": r.boxes.xyxy.tolist(), "scores": r.boxes.conf.tolist(),
@@ -116,6 +128,40 @@ def reference_outputs(path, out_prefix, val_images):
     with open(out_prefix + ".predict.json", "w") as f:
         json.dump(preds, f)
     return model
+
+
+def predict_fixture(out, root, val_images, record, manifest):
+    """yolo11n-predict/last.pt: overfitted on the first photos of val so that predict has boxes."""
+    from ultralytics import YOLO
+
+    start = time.perf_counter()
+    tiny = os.path.join(out, "tiny")
+    shutil.rmtree(tiny, ignore_errors=True)
+    for sub in ("images", "labels"):
+        os.makedirs(os.path.join(tiny, sub, "train"))
+    labels = os.path.join(root, "detect", "labels", "val")
+    for image in val_images[:PREDICT_PHOTOS]:
+        stem = os.path.splitext(os.path.basename(image))[0]
+        os.symlink(os.path.realpath(image), os.path.join(tiny, "images", "train", os.path.basename(image)))
+        shutil.copy(os.path.join(labels, stem + ".txt"), os.path.join(tiny, "labels", "train"))
+    with open(os.path.join(root, "detect.yaml")) as f:
+        names = f.read().split("names:", 1)[1]
+    with open(os.path.join(tiny, "data.yaml"), "w") as f:
+        f.write(f"path: {tiny}\ntrain: images/train\nval: images/train\nnames:{names}")
+    run = os.path.join(out, "runs", "yolo11n-predict")
+    shutil.rmtree(run, ignore_errors=True)
+    torch.manual_seed(0)
+    YOLO("yolo11n.yaml").train(data=os.path.join(tiny, "data.yaml"), workers=0, device="cpu", plots=False,
+                               amp=False, project=os.path.join(out, "runs"), name="yolo11n-predict",
+                               exist_ok=True, verbose=False, seed=0, deterministic=False, **PREDICT_TRAIN)
+    dst = os.path.join(out, "yolo11n-predict")
+    os.makedirs(dst, exist_ok=True)
+    shutil.copy(os.path.join(run, "weights", "last.pt"), os.path.join(dst, "last.pt"))
+    file = "yolo11n-predict/last.pt"
+    record(file, "yolo11n", reference_outputs(os.path.join(dst, "last.pt"), os.path.join(dst, "last.pt"),
+                                              val_images))
+    manifest[file]["predict"] = PREDICT
+    print(f"pt fixtures: {file} in {time.perf_counter() - start:.1f} s", flush=True)
 
 
 class NotAModel:  # pickled by reference as __main__.NotAModel: a class no model file names
@@ -163,7 +209,7 @@ def main():
         file = f"{name}-random.pt"
         torch.manual_seed(0)
         YOLO(f"{name}.yaml").save(os.path.join(out, file))
-        record(file, name, reference_outputs(os.path.join(out, file), os.path.join(out, file), val_images))
+        record(file, name, reference_outputs(os.path.join(out, file), os.path.join(out, file)))
         print(f"pt fixtures: {file} in {time.perf_counter() - start:.1f} s", flush=True)
     for name in TRAINED:
         start = time.perf_counter()
@@ -186,8 +232,9 @@ def main():
             if w != "epoch.pt":
                 shutil.copy(os.path.join(run, "weights", w), os.path.join(dst, w))
             file = f"{name}-trained/{w}"
-            record(file, name, reference_outputs(os.path.join(dst, w), os.path.join(dst, w), val_images))
+            record(file, name, reference_outputs(os.path.join(dst, w), os.path.join(dst, w)))
         print(f"pt fixtures: {name} trained in {time.perf_counter() - start:.1f} s", flush=True)
+    predict_fixture(out, root, val_images, record, manifest)
     bad_files(out, os.path.join(out, "yolo11n-random.pt"))
     with open(os.path.join(out, "MANIFEST.json.tmp"), "w") as f:
         json.dump(manifest, f, indent=1)
