@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <set>
 
+#include "coco/keypoint_sigmas.h"
 #include "common/errors.h"
 #include "common/paths.h"
 #include "data/ultralytics_data_yaml.h"
@@ -19,16 +20,12 @@ namespace {
 
 constexpr const char* kSharedPrefix = "../shared/data/";
 
-// COCO's 17 person keypoint sigmas (pycocotools' values before its division by 10 is undone):
-// the default when a 17-keypoint descriptor names none.
-const std::vector<double> kCocoSigmas = {0.026, 0.025, 0.025, 0.035, 0.035, 0.079,
-                                         0.079, 0.072, 0.072, 0.062, 0.062, 0.107,
-                                         0.107, 0.087, 0.087, 0.089, 0.089};
-
+// A 17-keypoint descriptor that names no sigmas gets COCO's, the values pycocotools evaluates
+// with (as the reference's pose validator falls back to OKS_SIGMA).
 void set_oks_sigmas_default(DatasetInfo& info) {
   const auto k = static_cast<size_t>(info.kpt_count);
-  if (k == kCocoSigmas.size())
-    info.oks_sigmas = kCocoSigmas;
+  if (k == coco::kPersonKeypoints)
+    info.oks_sigmas = coco::person_keypoint_sigmas();
   else
     info.oks_sigmas.assign(k, 1.0 / static_cast<double>(k));  // the reference's fallback
 }
@@ -74,7 +71,7 @@ SplitFiles read_split(const Reader& r, const YAML::Node& doc, const std::string&
     fs::path p(r.text(node, key));
     return (p.is_relative() ? root / p : p).lexically_normal().string();
   };
-  return {under_root("annotations"), under_root("images")};
+  return {under_root("annotations"), under_root("images"), {}};
 }
 
 void read_keypoints(const Reader& r, const YAML::Node& doc, DatasetInfo& info) {

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "coco/keypoint_sigmas.h"
 #include "common/atomic_file.h"
 #include "common/cores.h"
 #include "common/errors.h"
@@ -27,7 +28,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kNumKeypoints = 17;
+constexpr int kNumKeypoints = static_cast<int>(coco::kPersonKeypoints);
 constexpr int kPerson = 0;
 constexpr int kRectangle = 1, kEllipse = 2, kTriangle = 3, kCross = 4;
 constexpr double kPi = 3.14159265358979323846;
@@ -38,9 +39,6 @@ const std::array<const char*, kNumKeypoints> kKeypointNames = {
     "right_hip",      "left_knee",  "right_knee",  "left_ankle", "right_ankle"};
 const std::array<int, kNumKeypoints> kFlipIdx = {0,  2, 1,  4,  3,  6,  5,  8, 7,
                                                  10, 9, 12, 11, 14, 13, 16, 15};
-const std::array<double, kNumKeypoints> kOksSigmas = {0.026, 0.025, 0.025, 0.035, 0.035, 0.079,
-                                                      0.079, 0.072, 0.072, 0.062, 0.062, 0.107,
-                                                      0.107, 0.087, 0.087, 0.089, 0.089};
 // COCO's person skeleton, 0-based.
 const std::vector<std::array<int, 2>> kSkeleton = {
     {15, 13}, {13, 11}, {16, 14}, {14, 12}, {11, 12}, {5, 11}, {6, 12}, {5, 6}, {5, 7}, {6, 8},
@@ -409,7 +407,9 @@ std::string descriptor_text(const std::string& root, bool pose, const SynthOptio
   for (int k = 0; k < kNumKeypoints; ++k) kpt_names[k] = kKeypointNames[k];
   s += "kpt_names: " + yaml_list(kpt_names) + "\n";
   s += "flip_idx: " + yaml_list(kFlipIdx) + "\n";
-  s += "oks_sigmas: " + yaml_list(kOksSigmas) + "\n";
+  // No oks_sigmas: a 17-keypoint descriptor gets COCO's exact values (coco/keypoint_sigmas.h),
+  // which six printed digits would round.
+  s += "# oks_sigmas: COCO's, the default for 17 keypoints\n";
   s += "skeleton: [";
   for (size_t i = 0; i < kSkeleton.size(); ++i)
     s += (i ? ", [" : "[") + std::to_string(kSkeleton[i][0]) + ", " +

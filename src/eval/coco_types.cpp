@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "coco/keypoint_sigmas.h"
 #include "common/errors.h"
 
 namespace detrain::eval {
@@ -92,13 +93,7 @@ std::vector<double> numpy_linspace(double start, double stop, int num) {
   return values;
 }
 
-std::vector<double> coco_person_sigmas() {
-  const double tenths[] = {.26, .25, .25,  .35,  .35, .79, .79, .72, .72,
-                           .62, .62, 1.07, 1.07, .87, .87, .89, .89};
-  std::vector<double> sigmas;
-  for (double t : tenths) sigmas.push_back(t / 10.0);
-  return sigmas;
-}
+std::vector<double> coco_person_sigmas() { return coco::person_keypoint_sigmas(); }
 
 CocoParams CocoParams::defaults(IouType type) {
   CocoParams p;

@@ -86,7 +86,7 @@ struct CocoParams {
 // numpy.linspace(start, stop, num) to the bit: start + i * ((stop - start) / (num - 1)), with
 // the last value forced to `stop`.
 std::vector<double> numpy_linspace(double start, double stop, int num);
-// COCO's 17 person keypoint sigmas, divided by 10 as pycocotools does (a second rounding).
+// COCO's 17 person keypoint sigmas, divided by 10 as pycocotools does (coco/keypoint_sigmas.h).
 std::vector<double> coco_person_sigmas();
 
 }  // namespace detrain::eval

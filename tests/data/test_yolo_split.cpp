@@ -11,6 +11,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <random>
 
+#include "coco/keypoint_sigmas.h"
 #include "common/errors.h"
 #include "data/coco_records.h"
 #include "data/dataset.h"
@@ -156,6 +157,25 @@ TEST_CASE("YOLO pose split: keypoints in pixels, visibility, OKS sigmas", "[unit
   CHECK(t.ann_num_keypoints[0] == 1);
 }
 
+TEST_CASE("17 keypoints without oks_sigmas get pycocotools' COCO sigmas, bit for bit",
+          "[unit][data][yolo]") {
+  TempDir dir("yolo-coco-pose");
+  write_image(dir.file("images/val/1.jpg"), 64, 48);
+  const std::string yaml = dir.file("pose.yaml");
+  write_text(yaml, "path: " + dir.path() +
+                       "\ntrain: images/val\nval: images/val\nkpt_shape: [17, 3]\n"
+                       "flip_idx: [0, 2, 1, 4, 3, 6, 5, 8, 7, 10, 9, 12, 11, 14, 13, 16, 15]\n"
+                       "names: {0: person}\n");
+  const DatasetInfo info = load_dataset(yaml);
+  // The loader, the evaluator's defaults and pycocotools' np.array([.26, ...]) / 10.0 agree; the
+  // decimal 0.026 (the old loader default) is one ulp below.
+  CHECK(info.oks_sigmas == eval::CocoParams::defaults(eval::IouType::kKeypoints).keypoint_sigmas);
+  REQUIRE(info.oks_sigmas.size() == 17);
+  CHECK(info.oks_sigmas[0] == .26 / 10.0);
+  CHECK(info.oks_sigmas[0] != 0.026);
+  CHECK(info.oks_sigmas[11] == 1.07 / 10.0);
+}
+
 TEST_CASE("YOLO split errors name the YAML and split", "[unit][data][yolo]") {
   TempDir dir("yolo-bad");
   write_image(dir.file("images/val/1.jpg"), 20, 20);
@@ -285,7 +305,9 @@ TEST_CASE("coco-mini's YOLO pose copy carries COCO's keypoints", "[parity][data]
   if (!shared) return;
   const DatasetInfo coco_info = load_dataset("data/coco-mini-pose.yaml", *shared);
   const DatasetInfo yolo_info = load_dataset(test::golden("pt/coco-mini-yolo/pose.yaml"));
-  CHECK(yolo_info.oks_sigmas == coco_info.oks_sigmas);
+  // Neither names sigmas (as the reference's coco-pose.yaml): both get pycocotools' values.
+  CHECK(yolo_info.oks_sigmas == coco::person_keypoint_sigmas());
+  CHECK(coco_info.oks_sigmas == yolo_info.oks_sigmas);
   CHECK(yolo_info.flip_idx == coco_info.flip_idx);
   const auto coco_table = read_split(coco_info, "val", record_read_options(coco_info));
   const auto yolo_table = read_split(yolo_info, "val", record_read_options(yolo_info));
