@@ -6,23 +6,11 @@
 #include <sstream>
 
 #include "common/atomic_file.h"
+#include "common/hash64.h"
 #include "config/config.h"
 #include "config/field_value.h"
 
 namespace detrain::config {
-
-namespace {
-
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
-}  // namespace
 
 std::string value_text(const FieldRef& field) {
   YAML::Emitter out;
@@ -54,10 +42,14 @@ std::string dump_yaml(const Experiment& experiment, bool with_docs) {
   return out.str();
 }
 
+// Hash64 of the dump without docs, so comments never change it. Checkpoints store it and resume
+// compares it; one hashed by an older build (FNV-1a) differs only in the hash, and resume then
+// diffs the configurations themselves, which agree (train/resume.cpp).
 std::string hash_of(const Experiment& experiment) {
+  const std::string text = dump_yaml(experiment, false);
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx",
-                static_cast<unsigned long long>(fnv1a(dump_yaml(experiment, false))));
+                static_cast<unsigned long long>(hash64(text.data(), text.size())));
   return buf;
 }
 
