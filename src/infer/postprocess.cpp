@@ -270,38 +270,51 @@ ImageDetections to_original_pixels(const ImageDetections& det, const ImageFrame&
   return out;
 }
 
-std::vector<CocoRecord> to_coco_records(const ImageDetections& det, int64_t image_id,
-                                        const std::vector<int64_t>& coco_ids,
-                                        const RecordRounding& rounding) {
+DetectionArrays to_arrays(const ImageDetections& det) {
+  DetectionArrays out;
   const int64_t n = det.size();
-  std::vector<CocoRecord> out;
-  out.reserve(static_cast<size_t>(n));
   if (n == 0) return out;
   const torch::Tensor boxes = det.boxes_xyxy.to(torch::kCPU, torch::kFloat).contiguous();  // [N, 4]
   const torch::Tensor scores = det.scores.to(torch::kCPU, torch::kFloat).contiguous();     // [N]
   const torch::Tensor classes = det.classes.to(torch::kCPU, torch::kLong).contiguous();    // [N]
-  torch::Tensor kpts;  // [N, K, 3] when the detections carry keypoints
-  if (det.keypoints.defined()) kpts = det.keypoints.to(torch::kCPU, torch::kFloat).contiguous();
-  const float* b = boxes.data_ptr<float>();
-  const float* s = scores.data_ptr<float>();
-  const int64_t* c = classes.data_ptr<int64_t>();
-  const int64_t kvals = kpts.defined() ? kpts.size(1) * 3 : 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if (c[i] < 0 || c[i] >= static_cast<int64_t>(coco_ids.size()))
-      throw DataError("detection class " + std::to_string(c[i]) + " has no COCO category id (the " +
+  out.boxes_xyxy.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    std::copy_n(boxes.data_ptr<float>() + i * 4, 4, out.boxes_xyxy[static_cast<size_t>(i)].data());
+  out.scores.assign(scores.data_ptr<float>(), scores.data_ptr<float>() + n);
+  out.classes.assign(classes.data_ptr<int64_t>(), classes.data_ptr<int64_t>() + n);
+  if (det.keypoints.defined()) {
+    const torch::Tensor k = det.keypoints.to(torch::kCPU, torch::kFloat).contiguous();  // [N, K, 3]
+    out.kpt_count = k.size(1);
+    out.keypoints.assign(k.data_ptr<float>(), k.data_ptr<float>() + k.numel());
+  }
+  return out;
+}
+
+std::vector<CocoRecord> to_coco_records(const ImageDetections& det, int64_t image_id,
+                                        const std::vector<int64_t>& coco_ids,
+                                        const RecordRounding& rounding) {
+  const DetectionArrays d = to_arrays(det);
+  std::vector<CocoRecord> out;
+  out.reserve(d.size());
+  const size_t kvals = static_cast<size_t>(d.kpt_count) * 3;
+  for (size_t i = 0; i < d.size(); ++i) {
+    const int64_t c = d.classes[i];
+    if (c < 0 || c >= static_cast<int64_t>(coco_ids.size()))
+      throw DataError("detection class " + std::to_string(c) + " has no COCO category id (the " +
                       "data set maps " + std::to_string(coco_ids.size()) +
                       " classes); model.nc and the data set disagree");
     CocoRecord rec;
     rec.image_id = image_id;
-    rec.category_id = coco_ids[static_cast<size_t>(c[i])];
-    const double x1 = b[i * 4], y1 = b[i * 4 + 1], x2 = b[i * 4 + 2], y2 = b[i * 4 + 3];
+    rec.category_id = coco_ids[static_cast<size_t>(c)];
+    const auto& b = d.boxes_xyxy[i];
+    const double x1 = b[0], y1 = b[1], x2 = b[2], y2 = b[3];
     rec.bbox = {round_to(x1, rounding.box_decimals), round_to(y1, rounding.box_decimals),
                 round_to(x2 - x1, rounding.box_decimals), round_to(y2 - y1, rounding.box_decimals)};
-    rec.score = round_to(s[i], rounding.score_decimals);
+    rec.score = round_to(d.scores[i], rounding.score_decimals);
     if (kvals > 0) {
-      const float* k = kpts.data_ptr<float>() + i * kvals;
-      rec.keypoints.resize(static_cast<size_t>(kvals));
-      for (int64_t j = 0; j < kvals; j += 3) {
+      const float* k = d.keypoints.data() + i * kvals;
+      rec.keypoints.resize(kvals);
+      for (size_t j = 0; j < kvals; j += 3) {
         rec.keypoints[j] = round_to(k[j], rounding.keypoint_decimals);
         rec.keypoints[j + 1] = round_to(k[j + 1], rounding.keypoint_decimals);
         rec.keypoints[j + 2] = round_to(k[j + 2], rounding.score_decimals);

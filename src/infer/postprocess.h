@@ -28,6 +28,20 @@ struct ImageDetections {
   int64_t size() const { return scores.defined() ? scores.size(0) : 0; }
 };
 
+// One image's detections as plain CPU numbers, the float32 and int64 the tensors hold: the one
+// conversion behind every writer that loops over detections (COCO records, YOLO txt, plots).
+struct DetectionArrays {
+  std::vector<std::array<float, 4>> boxes_xyxy;  // [N] x1, y1, x2, y2
+  std::vector<float> scores;                     // [N]
+  std::vector<int64_t> classes;                  // [N] contiguous class index
+  std::vector<float> keypoints;                  // [N, K, 3] x, y, score; empty without
+  int64_t kpt_count = 0;                         // K; 0 without keypoints or detections
+  size_t size() const { return scores.size(); }
+};
+
+// Copies `detections` (any device, any floating type) to the CPU as DetectionArrays.
+DetectionArrays to_arrays(const ImageDetections& detections);
+
 struct NmsOptions {
   double conf = 0.001;      // val.conf: keep class scores strictly above this
   double iou = 0.7;         // val.iou: suppress overlaps strictly above this

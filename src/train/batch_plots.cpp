@@ -31,6 +31,14 @@ MosaicStyle style_of(const data::DatasetInfo& dataset) {
 
 }  // namespace
 
+void set_predictions(PlotImage& tile, const infer::DetectionArrays& detections) {
+  tile.boxes_xyxy = detections.boxes_xyxy;
+  tile.scores = detections.scores;
+  tile.classes.clear();
+  for (const int64_t c : detections.classes) tile.classes.push_back(static_cast<int>(c));
+  tile.keypoints = detections.keypoints;
+}
+
 cv::Mat draw_batch_targets(const data::Batch& batch, const data::DatasetInfo& dataset) {
   const int64_t b = batch.images.size(0);
   const float h = static_cast<float>(batch.images.size(2));
@@ -80,21 +88,7 @@ void save_val_prediction_plot(const infer::ValBatch& batch,
     PlotImage& t = tiles[i];
     t.image = to_bgr(batch.images[static_cast<int64_t>(i)]);
     t.title = i < titles.size() ? titles[i] : "image " + std::to_string(batch.frames[i].image_id);
-    const auto& d = detections[i];
-    if (d.size() == 0) continue;
-    const torch::Tensor boxes = d.boxes_xyxy.cpu().to(torch::kFloat).contiguous();  // [N, 4]
-    const torch::Tensor scores = d.scores.cpu().to(torch::kFloat).contiguous();     // [N]
-    const torch::Tensor classes = d.classes.cpu().to(torch::kLong).contiguous();    // [N]
-    for (int64_t n = 0; n < d.size(); ++n) {
-      const float* b = boxes.data_ptr<float>() + 4 * n;
-      t.boxes_xyxy.push_back({b[0], b[1], b[2], b[3]});
-      t.scores.push_back(scores.data_ptr<float>()[n]);
-      t.classes.push_back(static_cast<int>(classes.data_ptr<int64_t>()[n]));
-    }
-    if (d.keypoints.defined()) {
-      const torch::Tensor k = d.keypoints.cpu().to(torch::kFloat).contiguous();  // [N, K, 3]
-      t.keypoints.assign(k.data_ptr<float>(), k.data_ptr<float>() + k.numel());
-    }
+    set_predictions(t, infer::to_arrays(detections[i]));
   }
   save_batch_mosaic(tiles, style_of(dataset), path);
 }

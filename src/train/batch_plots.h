@@ -11,8 +11,12 @@
 #include "data/loader.h"
 #include "infer/postprocess.h"
 #include "infer/validate.h"
+#include "train/plots.h"
 
 namespace detrain::train {
+
+// `detections` (pixels of tile.image) as the tile's boxes, classes, scores and keypoints.
+void set_predictions(PlotImage& tile, const infer::DetectionArrays& detections);
 
 // The batch's images (uint8 RGB) with their target boxes, class names and keypoints, every
 // image of the batch in one near-square mosaic (BGR), as the model receives them.

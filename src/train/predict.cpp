@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -20,6 +21,7 @@
 #include "eval/predictions_json.h"
 #include "infer/postprocess.h"
 #include "infer/validate.h"
+#include "train/batch_plots.h"
 #include "train/plots.h"
 #include "train/precision.h"
 #include "train/predict_sources.h"
@@ -30,31 +32,30 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// One source image ready for the model: decoded, letterboxed, RGB.
+struct PreparedImage {
+  data::DecodedImage decoded;
+  data::PredictInput input;
+  cv::Mat rgb;
+};
+
 // YOLO txt: one "class cx cy w h" line per detection, normalised to the image size; pose
 // models add "x y score" per keypoint.
-std::string yolo_txt(const infer::ImageDetections& d, int64_t width, int64_t height) {
+std::string yolo_txt(const infer::DetectionArrays& d, int64_t width, int64_t height) {
   std::string text;
-  if (d.size() == 0) return text;
-  const torch::Tensor b = d.boxes_xyxy.to(torch::kFloat).contiguous();  // [N, 4]
-  const torch::Tensor c = d.classes.to(torch::kLong).contiguous();      // [N]
-  torch::Tensor k;                                                      // [N, K, 3]
-  if (d.keypoints.defined()) k = d.keypoints.to(torch::kFloat).contiguous();
   const double w = static_cast<double>(width), h = static_cast<double>(height);
+  const size_t kvals = static_cast<size_t>(d.kpt_count) * 3;
   char buf[64];
-  for (int64_t n = 0; n < d.size(); ++n) {
-    const float* p = b.data_ptr<float>() + 4 * n;
-    std::snprintf(buf, sizeof buf, "%lld %.6f %.6f %.6f %.6f",
-                  static_cast<long long>(c.data_ptr<int64_t>()[n]), (p[0] + p[2]) / 2 / w,
-                  (p[1] + p[3]) / 2 / h, (p[2] - p[0]) / w, (p[3] - p[1]) / h);
+  for (size_t n = 0; n < d.size(); ++n) {
+    const auto& p = d.boxes_xyxy[n];
+    std::snprintf(buf, sizeof buf, "%lld %.6f %.6f %.6f %.6f", static_cast<long long>(d.classes[n]),
+                  (p[0] + p[2]) / 2 / w, (p[1] + p[3]) / 2 / h, (p[2] - p[0]) / w,
+                  (p[3] - p[1]) / h);
     text += buf;
-    if (k.defined()) {
-      const int64_t kc = k.size(1);
-      const float* q = k.data_ptr<float>() + n * kc * 3;
-      for (int64_t j = 0; j < kc; ++j) {
-        std::snprintf(buf, sizeof buf, " %.6f %.6f %.4f", q[3 * j] / w, q[3 * j + 1] / h,
-                      q[3 * j + 2]);
-        text += buf;
-      }
+    const float* q = d.keypoints.data() + n * kvals;
+    for (size_t j = 0; j < kvals; j += 3) {
+      std::snprintf(buf, sizeof buf, " %.6f %.6f %.4f", q[j] / w, q[j + 1] / h, q[j + 2]);
+      text += buf;
     }
     text += "\n";
   }
@@ -100,10 +101,28 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
   nlohmann::ordered_json images = nlohmann::ordered_json::array();
   OutputNames drawn(out_dir), labels((fs::path(out_dir) / "labels").string());
   if (options.save_txt) ensure_writable_dir((fs::path(out_dir) / "labels").string());
-  for (const SourceImage& source_image : source_images(source, options.recursive)) {
+  // The next image is decoded and letterboxed while the model runs on this one.
+  const std::vector<SourceImage> sources = source_images(source, options.recursive);
+  const int imgsz = static_cast<int>(x.data.imgsz);
+  auto prepare = [&sources, imgsz, stride](size_t i) {
+    PreparedImage p;
+    p.decoded = data::load_image(sources[i].file, 0, false);
+    if (!p.decoded.ok()) return p;
+    // One image at a time through the reference's predict letterbox (batch 1, as `yolo
+    // predict` runs), so boxes equal YOLO(weights).predict's.
+    p.input = data::predict_letterbox(p.decoded.bgr, imgsz, stride);
+    cv::cvtColor(p.input.image, p.rgb, cv::COLOR_BGR2RGB);
+    return p;
+  };
+  std::future<PreparedImage> next;
+  if (!sources.empty()) next = std::async(std::launch::async, prepare, 0);
+  for (size_t index = 0; index < sources.size(); ++index) {
     const Stopwatch clock;
+    const SourceImage& source_image = sources[index];
     const std::string& file = source_image.file;
-    const data::DecodedImage decoded = data::load_image(file, 0, false);
+    PreparedImage prepared = next.get();
+    if (index + 1 < sources.size()) next = std::async(std::launch::async, prepare, index + 1);
+    const data::DecodedImage& decoded = prepared.decoded;
     if (!decoded.ok()) {
       spdlog::warn("{}: skipped, it does not decode ({})", file, decoded.error);
       ++summary.unreadable;
@@ -114,13 +133,9 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
                       {"file_name", file},
                       {"width", decoded.bgr.cols},
                       {"height", decoded.bgr.rows}});
-    // One image at a time through the reference's predict letterbox (batch 1, as `yolo
-    // predict` runs), so boxes equal YOLO(weights).predict's.
-    data::PredictInput input =
-        data::predict_letterbox(decoded.bgr, static_cast<int>(x.data.imgsz), stride);
+    data::PredictInput& input = prepared.input;
     input.frame.image_id = image_id;
-    cv::Mat rgb;
-    cv::cvtColor(input.image, rgb, cv::COLOR_BGR2RGB);
+    const cv::Mat& rgb = prepared.rgb;
     const torch::Tensor batch =
         torch::from_blob(rgb.data, {1, rgb.rows, rgb.cols, 3}, torch::kUInt8)
             .permute({0, 3, 1, 2})
@@ -134,30 +149,18 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
     const std::string& name = source_image.relative;
     spdlog::info("{}: {} detections, {:.0f} ms", name, original.size(), clock.millis());
     ++summary.images;
+    if (!options.save_txt && !options.draw) continue;
+    const infer::DetectionArrays arrays = infer::to_arrays(original);
     if (options.save_txt) {
       const std::string txt = labels.claim(name, ".txt");
       ensure_writable_dir(fs::path(txt).parent_path().string());
-      write_file_atomic(txt, yolo_txt(original, decoded.bgr.cols, decoded.bgr.rows));
+      write_file_atomic(txt, yolo_txt(arrays, decoded.bgr.cols, decoded.bgr.rows));
     }
     if (!options.draw) continue;
     PlotImage tile;
     tile.image = decoded.bgr;
     tile.title = fs::path(file).filename().string();
-    if (original.size() > 0) {
-      const torch::Tensor b = original.boxes_xyxy.to(torch::kFloat).contiguous();  // [N, 4]
-      const torch::Tensor s = original.scores.to(torch::kFloat).contiguous();      // [N]
-      const torch::Tensor c = original.classes.to(torch::kLong).contiguous();      // [N]
-      for (int64_t n = 0; n < original.size(); ++n) {
-        const float* p = b.data_ptr<float>() + 4 * n;
-        tile.boxes_xyxy.push_back({p[0], p[1], p[2], p[3]});
-        tile.scores.push_back(s.data_ptr<float>()[n]);
-        tile.classes.push_back(static_cast<int>(c.data_ptr<int64_t>()[n]));
-      }
-      if (original.keypoints.defined()) {
-        const torch::Tensor k = original.keypoints.to(torch::kFloat).contiguous();
-        tile.keypoints.assign(k.data_ptr<float>(), k.data_ptr<float>() + k.numel());
-      }
-    }
+    set_predictions(tile, arrays);
     style.max_size = std::max(tile.image.cols, tile.image.rows);
     const std::string out = drawn.claim(name);
     ensure_writable_dir(fs::path(out).parent_path().string());

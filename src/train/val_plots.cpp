@@ -67,21 +67,15 @@ Instances truths_of(const data::ImageRecord& r) {
 }
 
 Instances detections_of(const infer::ImageDetections& d) {
+  const infer::DetectionArrays a = infer::to_arrays(d);
   Instances out;
-  if (d.size() == 0) return out;
-  const torch::Tensor b = d.boxes_xyxy.to(torch::kDouble).contiguous();  // [N, 4]
-  const torch::Tensor s = d.scores.to(torch::kDouble).contiguous();      // [N]
-  const torch::Tensor c = d.classes.to(torch::kLong).contiguous();       // [N]
-  for (int64_t n = 0; n < d.size(); ++n) {
-    const double* p = b.data_ptr<double>() + 4 * n;
-    out.boxes.push_back({p[0], p[1], p[2], p[3]});
-    out.scores.push_back(s.data_ptr<double>()[n]);
-    out.classes.push_back(static_cast<int>(c.data_ptr<int64_t>()[n]));
+  for (size_t n = 0; n < a.size(); ++n) {
+    const auto& b = a.boxes_xyxy[n];
+    out.boxes.push_back({b[0], b[1], b[2], b[3]});
+    out.scores.push_back(a.scores[n]);
+    out.classes.push_back(static_cast<int>(a.classes[n]));
   }
-  if (d.keypoints.defined()) {
-    const torch::Tensor k = d.keypoints.to(torch::kDouble).contiguous();  // [N, K, 3]
-    out.keypoints.assign(k.data_ptr<double>(), k.data_ptr<double>() + k.numel());
-  }
+  out.keypoints.assign(a.keypoints.begin(), a.keypoints.end());
   return out;
 }
 

@@ -214,6 +214,45 @@ TEST_CASE("letterbox inverse maps input pixels back to the original image", "[un
                      torch::tensor({20.f, 20.f, 40.f, 40.f})));
 }
 
+TEST_CASE("detection arrays copy boxes scores classes and keypoints as the tensors hold them",
+          "[unit][eval]") {
+  ImageDetections d;
+  // Double, non-contiguous boxes (a transposed [4, 2]) and int32 classes: converted as the
+  // writers did (to float32 / int64 on the CPU).
+  d.boxes_xyxy = torch::tensor({1.0, 5.0, 2.0, 6.0, 3.0, 7.0, 4.0, 8.25}, torch::kDouble)
+                     .reshape({4, 2})
+                     .t();  // rows (1, 2, 3, 4) and (5, 6, 7, 8.25)
+  d.scores = torch::tensor({0.9f, 0.123456789f});
+  d.classes = torch::tensor({3, 0}, torch::kInt);
+  d.keypoints =
+      torch::tensor({10.f, 11.f, 0.5f, 12.f, 13.f, 0.25f, 20.f, 21.f, 0.75f, 22.f, 23.f, 1.f})
+          .reshape({2, 2, 3});
+  const DetectionArrays a = to_arrays(d);
+  REQUIRE(a.size() == 2);
+  CHECK(a.boxes_xyxy[0] == std::array<float, 4>{1, 2, 3, 4});
+  CHECK(a.boxes_xyxy[1] == std::array<float, 4>{5, 6, 7, 8.25f});
+  CHECK(a.scores == std::vector<float>{0.9f, 0.123456789f});
+  CHECK(a.classes == std::vector<int64_t>{3, 0});
+  CHECK(a.kpt_count == 2);
+  CHECK(a.keypoints == std::vector<float>{10, 11, 0.5f, 12, 13, 0.25f, 20, 21, 0.75f, 22, 23, 1});
+
+  d.keypoints = torch::Tensor();  // a detection model: no keypoints
+  const DetectionArrays boxes_only = to_arrays(d);
+  CHECK(boxes_only.kpt_count == 0);
+  CHECK(boxes_only.keypoints.empty());
+
+  ImageDetections none;  // an image without detections, with or without tensors
+  CHECK(to_arrays(none).size() == 0);
+  none.boxes_xyxy = torch::zeros({0, 4});
+  none.scores = torch::zeros({0});
+  none.classes = torch::zeros({0}, torch::kLong);
+  none.keypoints = torch::zeros({0, 17, 3});
+  const DetectionArrays empty = to_arrays(none);
+  CHECK(empty.size() == 0);
+  CHECK(empty.boxes_xyxy.empty());
+  CHECK(empty.keypoints.empty());
+}
+
 TEST_CASE("COCO records use category ids top-left boxes and rounding", "[unit][eval]") {
   ImageDetections d;
   d.boxes_xyxy = torch::tensor({200.0004f, 100.f, 600.f, 250.5f}).reshape({1, 4});
