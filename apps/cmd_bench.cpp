@@ -12,6 +12,7 @@
 #include "bench/model.h"
 #include "bench/optim.h"
 #include "bench/step.h"
+#include "command_table.h"
 #include "commands.h"
 #include "common/errors.h"
 #include "common/strings.h"
@@ -187,7 +188,7 @@ Kind add_step(CLI::App& parent) {
 }  // namespace
 
 Command add_bench_command(CLI::App& root) {
-  auto* app = root.add_subcommand("bench", "measure speed (prints a table; --json for JSON)");
+  auto* app = root.add_subcommand("bench", command_description("bench"));
   app->require_subcommand(1);
   app->footer(
       "No reference figure is built in: a comparison comes from this run (variants timed side "

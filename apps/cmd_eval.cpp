@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 
+#include "command_table.h"
 #include "commands.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
@@ -108,8 +109,7 @@ int run_eval(const EvalArgs& args) {
 }  // namespace
 
 Command add_eval_command(CLI::App& root) {
-  auto* app = root.add_subcommand(
-      "eval", "score COCO results (bbox or keypoints) exactly as pycocotools does");
+  auto* app = root.add_subcommand("eval", command_description("eval"));
   auto args = std::make_shared<EvalArgs>();
   app->add_option("--gt", args->gt_path, "COCO ground-truth JSON (instances/person_keypoints)")
       ->required();

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "command_table.h"
 #include "commands.h"
 #include "common/errors.h"
 #include "data/dataset.h"
@@ -81,7 +82,7 @@ int run_export(const ExportArgs& args) {
 }  // namespace
 
 Command add_export_command(CLI::App& root) {
-  auto* app = root.add_subcommand("export", "write a model as ONNX or reference-named safetensors");
+  auto* app = root.add_subcommand("export", command_description("export"));
   auto args = std::make_shared<ExportArgs>();
   args->config.add_to(app);
   app->add_option("--weights,-w", args->weights,

@@ -6,8 +6,10 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
+#include "command_table.h"
 #include "commands.h"
 #include "common/errors.h"
 #include "common/strings.h"
@@ -63,17 +65,10 @@ std::string dims_text(const nlohmann::ordered_json& dims) {
   return "[" + join(parts, ", ") + "]";
 }
 
-int run_model(const ModelArgs& args) {
-  auto resolved = args.config.resolve();
+// The architecture from --model/--scale/--nc, or the one an Ultralytics .pt carries, with
+// --weights loaded and --fuse applied; model.arch becomes the one built.
+model::YoloModel build_model(const ModelArgs& args, config::ResolvedConfig& resolved) {
   auto& options = resolved.experiment.model;
-  if (!args.arch.empty()) options.arch = args.arch;
-  if (!args.weights.empty()) options.weights = args.weights;
-  if (args.nc >= 0) options.nc = args.nc;
-  if (args.imgsz <= 0)
-    throw ConfigError("--imgsz must be positive, got " + std::to_string(args.imgsz));
-  compat::apply_runtime(resolved.experiment.runtime);
-  torch::NoGradGuard no_grad;  // nothing here trains
-
   model::YoloModel net{nullptr};
   if (weights::is_ultralytics_pt(options.weights)) {
     // The file's own architecture, classes and tensors (an explicit --arch must match it).
@@ -94,14 +89,75 @@ int run_model(const ModelArgs& args) {
     if (!options.weights.empty()) model::load_weights(*net, options.weights);
   }
   if (args.fuse) net->fuse();
+  return net;
+}
 
-  const auto& arch = net->arch();
-  const auto totals = model::model_totals(*net);
-  const double gflops = model::gflops(*net, args.imgsz);
+// Everything either view (tables or --json) prints, measured once.
+struct ModelReport {
+  std::string weights;
+  int64_t imgsz = 0;
+  model::ModelTotals totals;
+  double gflops = 0;
   int64_t anchors = 0;
-  for (const auto& [h, w] : geometry::level_sizes(args.imgsz, args.imgsz, arch.strides))
-    anchors += h * w;
+  nlohmann::ordered_json layers, outputs;
+  std::optional<optim::Census> census;
+};
 
+ModelReport measure(model::YoloModelImpl& net, const ModelArgs& args, const std::string& weights) {
+  ModelReport r;
+  r.weights = weights;
+  r.imgsz = args.imgsz;
+  r.totals = model::model_totals(net);
+  r.gflops = model::gflops(net, args.imgsz);
+  for (const auto& [h, w] : geometry::level_sizes(args.imgsz, args.imgsz, net.arch().strides))
+    r.anchors += h * w;
+  r.layers = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < net.rows().size(); ++i) {
+    const auto& row = net.rows()[i];
+    r.layers.push_back({{"index", row.index},
+                        {"from", row.from_text},
+                        {"repeats", row.repeats},
+                        {"params", model::layer_parameters(net, i)},
+                        {"module", row.module},
+                        {"args", row.args}});
+  }
+  r.outputs = output_shapes(net, r.anchors);
+  if (args.census) r.census = optim::census(net.param_infos());
+  return r;
+}
+
+nlohmann::ordered_json census_json(const optim::Census& census) {
+  nlohmann::ordered_json c = {{"tensors", census.tensors},
+                              {"matrices", census.matrices},
+                              {"frozen_matrices", census.frozen_matrices},
+                              {"distinct_shapes", census.distinct_shapes},
+                              {"keys", census.keys},
+                              {"matrices_per_shape", census.matrices_per_shape()},
+                              {"matrices_per_key", census.matrices_per_key()},
+                              {"row_buckets", census.row_buckets},
+                              {"col_buckets", census.col_buckets}};
+  auto groups = nlohmann::ordered_json::array();
+  for (const auto& g : census.groups)
+    groups.push_back({{"group", g.group},
+                      {"name", g.name},
+                      {"tensors", g.tensors},
+                      {"parameters", g.parameters},
+                      {"matrices", g.matrices},
+                      {"keys", g.keys}});
+  c["groups"] = groups;
+  auto buckets = nlohmann::ordered_json::array();
+  for (const auto& b : census.buckets)
+    buckets.push_back({{"group", optim::group_name(b.group)},
+                       {"shape", b.shape},
+                       {"dtype", b.dtype},
+                       {"device", b.device},
+                       {"count", b.count}});
+  c["buckets"] = buckets;
+  return c;
+}
+
+nlohmann::ordered_json report_json(const model::YoloModelImpl& net, const ModelReport& r) {
+  const auto& arch = net.arch();
   nlohmann::ordered_json out;
   out["model"] = arch.name();
   out["yaml"] = arch.path;
@@ -113,69 +169,26 @@ int run_model(const ModelArgs& args) {
   if (arch.kpt_shape[0]) out["kpt_shape"] = arch.kpt_shape;
   out["reg_max"] = arch.reg_max;
   out["end2end"] = arch.end2end;
-  out["fused"] = net->fused();
-  out["weights"] = options.weights;
+  out["fused"] = net.fused();
+  out["weights"] = r.weights;
   out["strides"] = arch.strides;
-  out["imgsz"] = args.imgsz;
-  out["anchors"] = anchors;
-  // Built apart and assigned once: ordered_json's storage moves when keys are added.
-  auto layers = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < net->rows().size(); ++i) {
-    const auto& row = net->rows()[i];
-    layers.push_back({{"index", row.index},
-                      {"from", row.from_text},
-                      {"repeats", row.repeats},
-                      {"params", model::layer_parameters(*net, i)},
-                      {"module", row.module},
-                      {"args", row.args}});
-  }
-  out["layers"] = layers;
-  out["totals"] = {{"layers", totals.layers},
-                   {"parameters", totals.parameters},
-                   {"gradients", totals.gradients},
-                   {"tensors", totals.tensors},
-                   {"gflops", gflops},
-                   {"gflops_graph", net->fused() ? "inference" : "training"}};
-  out["outputs"] = output_shapes(*net, anchors);
+  out["imgsz"] = r.imgsz;
+  out["anchors"] = r.anchors;
+  out["layers"] = r.layers;
+  out["totals"] = {{"layers", r.totals.layers},
+                   {"parameters", r.totals.parameters},
+                   {"gradients", r.totals.gradients},
+                   {"tensors", r.totals.tensors},
+                   {"gflops", r.gflops},
+                   {"gflops_graph", net.fused() ? "inference" : "training"}};
+  out["outputs"] = r.outputs;
+  if (r.census) out["census"] = census_json(*r.census);
+  return out;
+}
 
-  optim::Census census;
-  if (args.census) {
-    census = optim::census(net->param_infos());
-    nlohmann::ordered_json c = {{"tensors", census.tensors},
-                                {"matrices", census.matrices},
-                                {"frozen_matrices", census.frozen_matrices},
-                                {"distinct_shapes", census.distinct_shapes},
-                                {"keys", census.keys},
-                                {"matrices_per_shape", census.matrices_per_shape()},
-                                {"matrices_per_key", census.matrices_per_key()},
-                                {"row_buckets", census.row_buckets},
-                                {"col_buckets", census.col_buckets}};
-    auto groups = nlohmann::ordered_json::array();
-    for (const auto& g : census.groups)
-      groups.push_back({{"group", g.group},
-                        {"name", g.name},
-                        {"tensors", g.tensors},
-                        {"parameters", g.parameters},
-                        {"matrices", g.matrices},
-                        {"keys", g.keys}});
-    c["groups"] = groups;
-    auto buckets = nlohmann::ordered_json::array();
-    for (const auto& b : census.buckets)
-      buckets.push_back({{"group", optim::group_name(b.group)},
-                         {"shape", b.shape},
-                         {"dtype", b.dtype},
-                         {"device", b.device},
-                         {"count", b.count}});
-    c["buckets"] = buckets;
-    out["census"] = c;
-  }
-
-  if (args.json) {
-    std::cout << out.dump(2) << "\n";
-    return 0;
-  }
-
-  std::ostringstream text;
+// The first line: name, YAML, scale factors, classes, head kind.
+void print_header(std::ostream& text, const model::YoloModelImpl& net) {
+  const auto& arch = net.arch();
   text << fmt::format("{} ({}, scale {}: depth {:.2f}, width {:.2f}, max channels {}) · nc {}",
                       arch.name(), arch.path, arch.scale, arch.depth, arch.width, arch.max_channels,
                       arch.nc);
@@ -183,7 +196,10 @@ int run_model(const ModelArgs& args) {
     text << fmt::format(" · kpt_shape [{}, {}]", arch.kpt_shape[0], arch.kpt_shape[1]);
   text << fmt::format(" · reg_max {} · {}{}\n\n", arch.reg_max,
                       arch.end2end ? "end2end (one-to-one top-k, no NMS)" : "NMS",
-                      net->fused() ? " · fused" : "");
+                      net.fused() ? " · fused" : "");
+}
+
+void print_layer_table(std::ostream& text, const nlohmann::ordered_json& layers) {
   text << fmt::format("{:>4}  {:<14} {:>2} {:>11}  {:<12} {}\n", "#", "from", "n", "params",
                       "module", "arguments");
   for (const auto& layer : layers) {
@@ -192,49 +208,77 @@ int run_model(const ModelArgs& args) {
                         with_thousands(layer["params"].get<int64_t>()),
                         layer["module"].get<std::string>(), layer["args"].get<std::string>());
   }
+}
+
+// Totals, strides and anchors, and the output shapes of both graphs.
+void print_summary(std::ostream& text, const model::YoloModelImpl& net, const ModelReport& r) {
+  const auto& arch = net.arch();
   text << fmt::format(
       "\n{} summary{}: {} layers, {} parameters, {} gradients, {:.1f} GFLOPs "
       "({} graph at {} px)\n",
-      arch.name(), net->fused() ? " (fused)" : "", totals.layers, with_thousands(totals.parameters),
-      with_thousands(totals.gradients), gflops, net->fused() ? "inference" : "training",
-      args.imgsz);
+      arch.name(), net.fused() ? " (fused)" : "", r.totals.layers,
+      with_thousands(r.totals.parameters), with_thousands(r.totals.gradients), r.gflops,
+      net.fused() ? "inference" : "training", r.imgsz);
   std::vector<std::string> stride_text;
   for (int64_t s : arch.strides) stride_text.push_back(std::to_string(s));
-  text << fmt::format("strides {} · {} anchors at {} px\n", join(stride_text, ", "), anchors,
-                      args.imgsz);
-  const auto& shapes = out["outputs"];
+  text << fmt::format("strides {} · {} anchors at {} px\n", join(stride_text, ", "), r.anchors,
+                      r.imgsz);
   std::vector<std::string> train_parts, eval_parts;
-  for (const auto& [key, dims] : shapes["train"].items())
+  for (const auto& [key, dims] : r.outputs["train"].items())
     if (key != "branches") train_parts.push_back(key + " " + dims_text(dims));
-  for (const auto& [key, dims] : shapes["eval"].items())
+  for (const auto& [key, dims] : r.outputs["eval"].items())
     eval_parts.push_back(key + " " + dims_text(dims));
   if (!train_parts.empty())
     text << fmt::format("train outputs per branch ({}): {}\n",
                         arch.end2end ? "one2many, one2one" : "one2many", join(train_parts, ", "));
   text << fmt::format("eval outputs: {}\n", join(eval_parts, ", "));
+}
 
-  if (args.census) {
-    text << fmt::format(
-        "\nMuSGD census (matrices: ndim >= 2 and trainable)\n"
-        "  {} matrices{} · {} distinct shapes · {} (group, shape) keys · {:.2f} matrices per "
-        "shape · {:.2f} per key · row buckets {} · col buckets {}\n\n",
-        census.matrices,
-        census.frozen_matrices ? fmt::format(" (+{} frozen)", census.frozen_matrices) : "",
-        census.distinct_shapes, census.keys, census.matrices_per_shape(), census.matrices_per_key(),
-        census.row_buckets, census.col_buckets);
-    text << fmt::format("  {:<3} {:<10} {:>8} {:>12} {:>9} {:>5}\n", "#", "group", "tensors",
-                        "params", "matrices", "keys");
-    for (const auto& g : census.groups)
-      text << fmt::format("  {:<3} {:<10} {:>8} {:>12} {:>9} {:>5}\n", g.group, g.name, g.tensors,
-                          with_thousands(g.parameters), g.matrices, g.keys);
-    text << "\n  largest buckets (one batched Newton-Schulz each)\n";
-    text << fmt::format("  {:<10} {:>5}  {}\n", "group", "count", "shape");
-    for (size_t i = 0; i < census.buckets.size() && i < 12; ++i) {
-      const auto& b = census.buckets[i];
-      text << fmt::format("  {:<10} {:>5}  {}\n", optim::group_name(b.group), b.count,
-                          shape_text(b.shape));
-    }
+void print_census(std::ostream& text, const optim::Census& census) {
+  text << fmt::format(
+      "\nMuSGD census (matrices: ndim >= 2 and trainable)\n"
+      "  {} matrices{} · {} distinct shapes · {} (group, shape) keys · {:.2f} matrices per "
+      "shape · {:.2f} per key · row buckets {} · col buckets {}\n\n",
+      census.matrices,
+      census.frozen_matrices ? fmt::format(" (+{} frozen)", census.frozen_matrices) : "",
+      census.distinct_shapes, census.keys, census.matrices_per_shape(), census.matrices_per_key(),
+      census.row_buckets, census.col_buckets);
+  text << fmt::format("  {:<3} {:<10} {:>8} {:>12} {:>9} {:>5}\n", "#", "group", "tensors",
+                      "params", "matrices", "keys");
+  for (const auto& g : census.groups)
+    text << fmt::format("  {:<3} {:<10} {:>8} {:>12} {:>9} {:>5}\n", g.group, g.name, g.tensors,
+                        with_thousands(g.parameters), g.matrices, g.keys);
+  text << "\n  largest buckets (one batched Newton-Schulz each)\n";
+  text << fmt::format("  {:<10} {:>5}  {}\n", "group", "count", "shape");
+  for (size_t i = 0; i < census.buckets.size() && i < 12; ++i) {
+    const auto& b = census.buckets[i];
+    text << fmt::format("  {:<10} {:>5}  {}\n", optim::group_name(b.group), b.count,
+                        shape_text(b.shape));
   }
+}
+
+int run_model(const ModelArgs& args) {
+  auto resolved = args.config.resolve();
+  auto& options = resolved.experiment.model;
+  if (!args.arch.empty()) options.arch = args.arch;
+  if (!args.weights.empty()) options.weights = args.weights;
+  if (args.nc >= 0) options.nc = args.nc;
+  if (args.imgsz <= 0)
+    throw ConfigError("--imgsz must be positive, got " + std::to_string(args.imgsz));
+  compat::apply_runtime(resolved.experiment.runtime);
+  torch::NoGradGuard no_grad;  // nothing here trains
+
+  model::YoloModel net = build_model(args, resolved);
+  const ModelReport report = measure(*net, args, options.weights);
+  if (args.json) {
+    std::cout << report_json(*net, report).dump(2) << "\n";
+    return 0;
+  }
+  std::ostringstream text;
+  print_header(text, *net);
+  print_layer_table(text, report.layers);
+  print_summary(text, *net, report);
+  if (report.census) print_census(text, *report.census);
   std::cout << text.str();
   return 0;
 }
@@ -242,8 +286,7 @@ int run_model(const ModelArgs& args) {
 }  // namespace
 
 Command add_model_command(CLI::App& root) {
-  auto* app = root.add_subcommand(
-      "model", "build an architecture from its YAML: layer table, parameters, GFLOPs, census");
+  auto* app = root.add_subcommand("model", command_description("model"));
   auto args = std::make_shared<ModelArgs>();
   args->config.add_to(app);
   app->add_option("--model,-m", args->arch,

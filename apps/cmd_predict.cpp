@@ -3,6 +3,7 @@
 // that is there: predictions_2.json, ...), and says where.
 #include <iostream>
 
+#include "command_table.h"
 #include "commands.h"
 #include "common/errors.h"
 #include "compat/runtime.h"
@@ -70,7 +71,7 @@ int run_predict(const PredictArgs& args) {
 }  // namespace
 
 Command add_predict_command(CLI::App& root) {
-  auto* app = root.add_subcommand("predict", "detect objects (and keypoints) in images");
+  auto* app = root.add_subcommand("predict", command_description("predict"));
   auto args = std::make_shared<PredictArgs>();
   args->config.add_to(app);
   app->add_option("--weights,-w", args->weights,

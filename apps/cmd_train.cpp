@@ -10,6 +10,7 @@
 #include <iostream>
 #include <iterator>
 
+#include "command_table.h"
 #include "commands.h"
 #include "common/errors.h"
 #include "common/progress.h"
@@ -138,7 +139,7 @@ int run_train(const TrainArgs& args) {
 }  // namespace
 
 Command add_train_command(CLI::App& root) {
-  auto* app = root.add_subcommand("train", "train a detector or pose model");
+  auto* app = root.add_subcommand("train", command_description("train"));
   auto args = std::make_shared<TrainArgs>();
   args->config.add_to(app);
   app->add_option("--data,-d", args->data, "data-set descriptor (data.dataset)");

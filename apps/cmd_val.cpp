@@ -4,6 +4,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "command_table.h"
 #include "commands.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
@@ -103,7 +104,7 @@ int run_val(const ValArgs& args) {
 }  // namespace
 
 Command add_val_command(CLI::App& root) {
-  auto* app = root.add_subcommand("val", "validate weights with the COCO metrics");
+  auto* app = root.add_subcommand("val", command_description("val"));
   auto args = std::make_shared<ValArgs>();
   args->config.add_to(app);
   app->add_option("--weights,-w", args->weights,

@@ -15,7 +15,8 @@
 namespace detrain::optim {
 
 // Everything a resumed run needs: per-parameter tensors ("<param name>/<slot>") and scalars
-// ("group<g>/lr", "<param name>/step", ...).
+// ("group<g>/lr", "<param name>/step", ...). A training checkpoint holds it as it is
+// (train::Checkpoint::optimizer).
 struct OptimizerSnapshot {
   std::string kind;
   std::vector<std::pair<std::string, torch::Tensor>> tensors;

@@ -25,6 +25,10 @@ constexpr const char* kFormatName = "detrain-checkpoint";
 constexpr int64_t kFormatVersion = 1;
 
 // 64-bit multiply-xorshift hash over 8-byte words (tail bytes padded), chained across calls.
+// Not common/hash64.h: its values are part of the file format. Every checkpoint stores its
+// checksum, verified on load, and arch_hash (content_hash), compared with the YAML of the model
+// being resumed or initialised; so this hash must stay as long as format version 1 files are
+// read. It also frames each piece by its length, where Hash64 hashes the concatenation.
 class Hasher {
  public:
   void bytes(const void* data, size_t n) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/rng.h"
+#include "optim/optimizer.h"
 
 namespace detrain::train {
 
@@ -51,19 +52,11 @@ struct SchedulePosition {
   bool finished = false;        // the run completed every epoch
 };
 
-// An optimizer's state flattened by the caller into names it chooses, e.g.
-// "model.0.conv.weight/momentum_buffer" -> tensor and "group3/lr" -> value.
-struct OptimizerState {
-  std::string kind;  // "musgd", "sgd", "adamw"
-  NamedTensors tensors;
-  std::map<std::string, double> scalars;
-};
-
 struct Checkpoint {
   ArchIdentity arch;
-  NamedTensors model;  // fp32 state dict by name (model::state_dict order)
-  NamedTensors ema;    // EMA state dict by name; empty when there is none
-  OptimizerState optimizer;
+  NamedTensors model;                  // fp32 state dict by name (model::state_dict order)
+  NamedTensors ema;                    // EMA state dict by name; empty when there is none
+  optim::OptimizerSnapshot optimizer;  // stored as its kind, tensors and scalars
   SchedulePosition position;
   std::map<std::string, Rng::State> rng_streams;          // detrain::Rng streams by role
   std::map<std::string, torch::Tensor> generator_states;  // torch generators (see below)

@@ -10,11 +10,28 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "infer/validate.h"
 #include "train/checkpoint.h"
 
 namespace detrain::train {
+
+// How an epoch's training came out: every iteration ran, a stop request ended it early (a
+// resumable checkpoint follows), or it diverged, a step or its validation (`problem` says how;
+// the trainer rolls back).
+struct EpochOutcome {
+  enum class Kind { kCompleted, kStopped, kDiverged };
+  Kind kind = Kind::kCompleted;
+  std::string problem;  // kDiverged only
+
+  static EpochOutcome completed() { return {Kind::kCompleted, {}}; }
+  static EpochOutcome stopped() { return {Kind::kStopped, {}}; }
+  static EpochOutcome diverged(std::string problem) {
+    return {Kind::kDiverged, std::move(problem)};
+  }
+  bool is(Kind k) const { return kind == k; }
+};
 
 // "non-finite loss" / "zero loss on a batch with 12 targets", or nullopt for a good step.
 std::optional<std::string> loss_problem(double total_loss, int64_t targets);

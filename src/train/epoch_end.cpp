@@ -57,12 +57,7 @@ EpochVerdict EpochEnd::finish(TrainState& state, double seconds, bool time_up) {
       val_progress.add(static_cast<int64_t>(b.frames.size()));
       if (plots) plots->add(index, b, dets);
     };
-    // Rank 0 validates alone: its validation losses use local normalisers, not a collective.
-    const Replicas replicas = criterion.replicas();
-    criterion.set_replicas({});
-    v = parts_.validation->run(dynamic_cast<model::YoloModelImpl&>(parts_.ema->module()), observer,
-                               &criterion);
-    criterion.set_replicas(replicas);
+    v = validate_ema(parts_, observer);
     if (can_roll_back_ && !validation_finite(*v))
       return {fmt::format("non-finite validation loss or fitness after epoch {}", epoch + 1), {}};
     show(infer::stats_table(*v));

@@ -88,9 +88,10 @@ TrainParts build_parts(const config::Experiment& x, const TrainingData& data, Wo
   const auto replicas = world.replicas();
   if (replicas && x.train.sync_bn) model::set_sync_batch_norm(*p.model, replicas);
   p.arch = arch_identity(*p.model);
-  auto ema_model = model::make_model(build, dataset.nc(), kpt_shape);
-  ema_model->to(device);
-  p.ema = std::make_unique<optim::ModelEma>(ema_model.ptr(), *p.model, optim::ema_options(x.train));
+  p.ema_model = model::make_model(build, dataset.nc(), kpt_shape);
+  p.ema_model->to(device);
+  p.ema =
+      std::make_unique<optim::ModelEma>(p.ema_model.ptr(), *p.model, optim::ema_options(x.train));
 
   p.params = p.model->param_infos();
   model::freeze_layers(p.params, x.train.freeze);
@@ -123,6 +124,17 @@ TrainParts build_parts(const config::Experiment& x, const TrainingData& data, Wo
   if (world.is_main())
     p.validation = std::make_unique<ValidationRun>(x, dataset, x.val.split, *p.model, device, bf16);
   return p;
+}
+
+infer::ValidationResult validate_ema(TrainParts& parts, const infer::BatchObserver& observer) {
+  loss::Criterion& criterion = *parts.criterion;
+  struct ReplicasAside {
+    loss::Criterion& criterion;
+    const Replicas saved;
+    ~ReplicasAside() { criterion.set_replicas(saved); }
+  } aside{criterion, criterion.replicas()};
+  criterion.set_replicas({});
+  return parts.validation->run(*parts.ema_model, observer, &criterion);
 }
 
 }  // namespace detrain::train

@@ -32,6 +32,7 @@ struct TrainingData {
 struct TrainParts {
   model::YoloModel model{nullptr};
   std::unique_ptr<optim::ModelEma> ema;
+  model::YoloModel ema_model{nullptr};  // the network `ema` averages into (what validates)
   ArchIdentity arch;
   std::vector<model::ParamInfo> params;  // every parameter, frozen ones marked
   std::vector<torch::Tensor> trainable;  // the ones the optimizer and gradient sums see
@@ -52,6 +53,11 @@ TrainingData build_training_data(const config::Experiment& x);
 // synchronised under train.sync_bn, and the loader reads this rank's share of the batch.
 TrainParts build_parts(const config::Experiment& x, const TrainingData& data, World& world,
                        const torch::Device& device, bool bf16);
+
+// Validates the EMA model (rank 0, alone): the criterion's replicas are set aside for the pass,
+// so its validation losses use local normalisers instead of a collective the other ranks never
+// join, and are back when it returns or throws.
+infer::ValidationResult validate_ema(TrainParts& parts, const infer::BatchObserver& observer);
 
 // The end-of-run total of training images left out: missing at the scan, or not decodable.
 void log_skipped_images(const TrainingData& data, const data::Loader& loader);

@@ -69,8 +69,7 @@ Checkpoint capture_checkpoint(const TrainState& state, const TrainParts& parts,
   c.arch = parts.arch;
   c.model = model::state_dict(*parts.model);
   c.ema = parts.ema->state();
-  optim::OptimizerSnapshot snap = parts.optimizer->snapshot();
-  c.optimizer = {snap.kind, std::move(snap.tensors), std::move(snap.scalars)};
+  c.optimizer = parts.optimizer->snapshot();
   c.position = state.position;
   c.position.ema_updates = parts.ema->updates();
   c.generator_states = capture_torch_generators();
@@ -125,7 +124,7 @@ void restore_parts(TrainParts& parts, const Checkpoint& c, const std::string& so
   std::map<std::string, torch::Tensor> model_state(c.model.begin(), c.model.end());
   model::load_state_dict(*parts.model, model_state, source);
   parts.ema->load_state(c.ema, c.position.ema_updates, source);
-  parts.optimizer->restore({c.optimizer.kind, c.optimizer.tensors, c.optimizer.scalars});
+  parts.optimizer->restore(c.optimizer);
   restore_torch_generators(c.generator_states);
   for (const auto& info : parts.params) {
     if (const torch::Tensor* g = find_tensor(c.extra_tensors, kGradPrefix + info.name))

@@ -42,13 +42,14 @@ class Trainer {
   void build();
   void open_run_directory();
   void resume(const std::string& where);
-  // Runs epoch `position.epoch` from `position.iter_in_epoch`; false when it stopped early
-  // (a stop request, or a diverged step: `problem_` says why).
-  bool train_epoch();
-  void finish_epoch(double seconds);
-  // Back to the epoch's start with half the learning rate, or NumericError when
-  // train.max_bad_steps rollbacks are used up.
-  void roll_back();
+  // Runs epoch `position.epoch` from `position.iter_in_epoch` until it completes, a stop
+  // request ends it, or a step diverges.
+  EpochOutcome train_epoch();
+  // Validates, records and saves the epoch (rank 0); diverged when its validation did.
+  EpochOutcome finish_epoch(double seconds);
+  // Back to the epoch's start with half the learning rate after `problem`, or NumericError
+  // when train.max_bad_steps rollbacks are used up.
+  void roll_back(const std::string& problem);
   // Training wall time of the whole run so far (train.time), kept in state_.train_seconds.
   double training_seconds() const { return seconds_before_ + loop_clock_.seconds(); }
   // Rebuilds the schedule when train.time changed the epoch count it was built for.
@@ -73,7 +74,6 @@ class Trainer {
   std::unique_ptr<TrainStep> step_;
   TrainState state_;
   std::optional<Checkpoint> good_state_;  // taken at the start of each epoch
-  std::string problem_;                   // why the current epoch diverged; empty when it did not
   RunPaths paths_;
   std::unique_ptr<EpochEnd> epoch_end_;  // rank 0
   std::unique_ptr<IterationReport> report_;
@@ -126,7 +126,7 @@ void Trainer::open_run_directory() {
   report_ = std::make_unique<IterationReport>(x_, main(), metrics_jsonl, placement_.device);
 }
 
-bool Trainer::train_epoch() {
+EpochOutcome Trainer::train_epoch() {
   const int64_t epoch = state_.position.epoch, epochs = state_.epochs;
   const int64_t nb = state_.position.batches_per_epoch;
   const std::vector<std::string>& loss_names = parts_.criterion->names();
@@ -143,7 +143,7 @@ bool Trainer::train_epoch() {
                       (request_.callbacks.should_stop && request_.callbacks.should_stop(info));
     world_->set_progress(epoch * nb + iter, fmt::format("epoch {} iteration {}", epoch + 1, iter));
     // Ranks stop together (a signal may reach them at different iterations).
-    if (world_->any(stop, "the stop check")) return false;
+    if (world_->any(stop, "the stop check")) return EpochOutcome::stopped();
     if (request_.callbacks.before_iteration) request_.callbacks.before_iteration(info);
 
     Stopwatch step_clock;
@@ -158,10 +158,7 @@ bool Trainer::train_epoch() {
                             paths_.file("train_batch" + std::to_string(iter) + ".jpg"));
     const StepResult step = step_->run(*batch, epoch, iter, parts_.schedule->at(epoch, iter),
                                        state_.lr_scale, state_.position);
-    if (step.problem) {
-      problem_ = *step.problem;
-      return false;
-    }
+    if (step.problem) return EpochOutcome::diverged(*step.problem);
     state_.running.add(step.loss_items);
     state_.position.iter_in_epoch = iter + 1;
     ++iterations_this_process_;
@@ -179,20 +176,21 @@ bool Trainer::train_epoch() {
     }
   }
   report_->finish_epoch();
-  return true;
+  return EpochOutcome::completed();
 }
 
 // Rank 0 validates, records and saves; the other ranks wait for that (through the store, up
 // to train.dist_timeout_s) so none races ahead into a collective.
-void Trainer::finish_epoch(double seconds) {
+EpochOutcome Trainer::finish_epoch(double seconds) {
   const std::string key = "epoch_done/" + std::to_string(state_.position.epoch);
   state_.train_seconds = training_seconds();
   // Rank 0's decision (go on, stop, how many epochs under train.time) travels as
   // "<epochs>\n<why it stops>".
   std::string decision;
+  EpochOutcome outcome = EpochOutcome::completed();
   if (main()) {
     const EpochVerdict verdict = epoch_end_->finish(state_, seconds, time_up_);
-    if (verdict.problem) problem_ = *verdict.problem;
+    if (verdict.problem) outcome = EpochOutcome::diverged(*verdict.problem);
     decision = std::to_string(state_.epochs) + "\n" + verdict.stop;
     world_->from_main(key, decision);
     world_->notify(key);
@@ -207,8 +205,9 @@ void Trainer::finish_epoch(double seconds) {
     state_.epochs = std::stoll(decision.substr(0, cut));
     state_.advance_epoch(!stop.empty());
   }
-  if (!stop.empty() && problem_.empty()) stop_reason_ = stop;
+  if (!stop.empty() && !outcome.is(EpochOutcome::Kind::kDiverged)) stop_reason_ = stop;
   follow_epoch_count();
+  return outcome;
 }
 
 void Trainer::follow_epoch_count() {
@@ -219,11 +218,11 @@ void Trainer::follow_epoch_count() {
       settings, parts_.schedule->batches_per_epoch(), parts_.schedule_groups);
 }
 
-void Trainer::roll_back() {
+void Trainer::roll_back(const std::string& problem) {
   DivergencePolicy policy(x_.train.max_bad_steps, state_.position.bad_steps, state_.lr_scale);
   if (!policy.try_rollback())
     throw NumericError(
-        diverged_message(problem_, policy,
+        diverged_message(problem, policy,
                          DivergenceContext::of_run(precision_ == Precision::kBf16,
                                                    x_.train.clip_grad_norm > 0, paths_.last_ckpt)));
   // The good state has no gradients of the bad step; a state without them starts clean.
@@ -231,9 +230,8 @@ void Trainer::roll_back() {
   rewind(parts_, state_, *good_state_);
   state_.position.bad_steps = policy.rollbacks();
   state_.lr_scale = policy.lr_scale();
-  spdlog::warn("{}", rollback_message(problem_, policy, state_.position.epoch,
+  spdlog::warn("{}", rollback_message(problem, policy, state_.position.epoch,
                                       state_.position.iter_in_epoch));
-  problem_.clear();
 }
 
 TrainSummary Trainer::run() {
@@ -260,12 +258,12 @@ TrainSummary Trainer::run() {
   while (!state_.position.finished && state_.position.epoch < state_.epochs) {
     if (state_.position.iter_in_epoch == 0 || !good_state_) good_state_ = deep_copy(checkpoint());
     Stopwatch epoch_clock;
-    const bool completed = train_epoch();
-    if (!problem_.empty()) {
-      roll_back();
+    const EpochOutcome trained = train_epoch();
+    if (trained.is(EpochOutcome::Kind::kDiverged)) {
+      roll_back(trained.problem);
       continue;
     }
-    if (!completed) {
+    if (trained.is(EpochOutcome::Kind::kStopped)) {
       // Mid-accumulation gradients differ per rank; their mean continues the same sums.
       world_->average_gradients(parts_.trainable);
       state_.train_seconds = training_seconds();
@@ -276,8 +274,8 @@ TrainSummary Trainer::run() {
                    state_.position.epoch + 1, state_.position.iter_in_epoch, paths_.dir);
       break;
     }
-    finish_epoch(epoch_clock.seconds());
-    if (!problem_.empty()) roll_back();
+    const EpochOutcome ended = finish_epoch(epoch_clock.seconds());
+    if (ended.is(EpochOutcome::Kind::kDiverged)) roll_back(ended.problem);
   }
   // Rank 0 hosts the store: nobody leaves while another may still reach it.
   world_->barrier("the end of training");
