@@ -85,12 +85,13 @@ InferenceModel load_inference_model(const std::string& weights_or_run,
   return r;
 }
 
-void use_file_class_names(const InferenceModel& model, data::DatasetInfo& dataset) {
-  if (model.names.size() != dataset.names.size() || !data::placeholder_class_names(dataset.names))
+void use_file_class_names(const std::vector<std::string>& file_names, const std::string& source,
+                          data::DatasetInfo& dataset) {
+  if (file_names.size() != dataset.names.size() || !data::placeholder_class_names(dataset.names))
     return;
   spdlog::info("{} names no classes ({} of class_N); using {}'s names", dataset.yaml_path,
-               dataset.names.size(), model.source);
-  dataset.names = model.names;
+               dataset.names.size(), source);
+  dataset.names = file_names;
 }
 
 }  // namespace detrain::train

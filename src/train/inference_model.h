@@ -28,8 +28,12 @@ InferenceModel load_inference_model(const std::string& weights, const config::Re
                                     const std::vector<std::string>& overrides);
 
 // A data set whose names are placeholders (an Ultralytics data YAML with `nc` alone: class_0,
-// class_1, ...) takes the weights file's names when it carries as many.
-void use_file_class_names(const InferenceModel& model, data::DatasetInfo& dataset);
+// class_1, ...) takes the weights file's names (`source`'s) when it carries as many.
+void use_file_class_names(const std::vector<std::string>& file_names, const std::string& source,
+                          data::DatasetInfo& dataset);
+inline void use_file_class_names(const InferenceModel& model, data::DatasetInfo& dataset) {
+  use_file_class_names(model.names, model.source, dataset);
+}
 
 // The resolved config a checkpoint was trained with, plus overrides.
 config::ResolvedConfig checkpoint_config(const std::string& config_yaml, const std::string& source,

@@ -4,16 +4,20 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
 
 #include "common/errors.h"
+#include "data/ultralytics_data_yaml.h"
 #include "model/freeze.h"
 #include "model/sync_batch_norm.h"
 #include "optim/optimizer_factory.h"
 #include "optim/optimizer_plan.h"
+#include "train/inference_model.h"
 #include "train/initial_weights.h"
+#include "weights/ultralytics_pt.h"
 
 namespace detrain::train {
 
@@ -60,6 +64,13 @@ TrainingData build_training_data(const config::Experiment& x) {
   model::check_model(x.model);  // a bad model YAML fails before any data is read
   TrainingData d;
   d.dataset = data::load_dataset(x.data.dataset, x.data.root);
+  // An Ultralytics .pt names its classes; a data YAML with `nc` alone does not.
+  std::error_code ec;
+  if (weights::is_ultralytics_pt(x.model.weights) &&
+      data::placeholder_class_names(d.dataset.names) &&
+      std::filesystem::is_regular_file(x.model.weights, ec))
+    use_file_class_names(weights::read_ultralytics_pt(x.model.weights).names, x.model.weights,
+                         d.dataset);
   d.train_records = data::load_records(d.dataset, "train", data::RecordOptions::from(x.data, true));
   log_record_stats("train", d.train_records.stats);
   return d;

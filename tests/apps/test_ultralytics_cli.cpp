@@ -135,6 +135,15 @@ TEST_CASE("yolo train / val on a YOLO-format data set (Ultralytics data YAML + t
   REQUIRE(nc_only.exit_code == 0);
   CHECK(("\n" + nc_only.output).find("\nperson ") != std::string::npos);
   CHECK(nc_only.output.find("class_0") == std::string::npos);
+  // Training from the .pt on it takes the file's names too (plots, checkpoint).
+  const auto nc_train = run_detrain("train model=" + pt("yolo11n-trained/best.pt") +
+                                    " data=" + dir.file("nc-only.yaml") +
+                                    " epochs=1 imgsz=64 batch=8 fraction=0.1 workers=0 device=cpu "
+                                    "train.plots=false train.project=" +
+                                    dir.path() + " train.name=nc");
+  INFO(nc_train.output);
+  REQUIRE(nc_train.exit_code == 0);
+  CHECK(nc_train.output.find("names no classes (80 of class_N); using") != std::string::npos);
 
   // Pose: keypoint columns; one class, so no class rows (as Ultralytics prints it).
   const auto pose = run_detrain("val -w " + pt("yolo11n-pose-trained/best.pt") + " -d " +
