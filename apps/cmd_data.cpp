@@ -17,7 +17,7 @@
 #include "data/dataset.h"
 #include "data/loader.h"
 #include "data/preview.h"
-#include "train/batch_plots.h"
+#include "report/batch_plots.h"
 
 namespace detrain::cli {
 
@@ -52,7 +52,7 @@ int run_preview(const DataArgs& args) {
   loader.start_epoch(args.epoch);
   const auto batch = loader.next();
   if (!batch) throw DataError(info.yaml_path + ": the " + args.split + " split has no images");
-  const cv::Mat grid = train::draw_batch_targets(*batch, info);
+  const cv::Mat grid = report::draw_batch_targets(*batch, info);
   const auto parent = std::filesystem::path(args.out).parent_path();
   if (!parent.empty()) ensure_writable_dir(parent.string());
   std::vector<uint8_t> jpeg;

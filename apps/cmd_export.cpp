@@ -9,7 +9,7 @@
 #include "data/dataset.h"
 #include "export/onnx_export.h"
 #include "export/weights_export.h"
-#include "train/inference_model.h"
+#include "tasks/inference_model.h"
 
 namespace detrain::cli {
 
@@ -55,7 +55,7 @@ int run_export(const ExportArgs& args) {
   if (!args.model.empty()) overrides.push_back("model.arch=" + args.model);
   const std::string out = output_path(args, weights);
   const config::ResolvedConfig given = config::resolve(args.config.config_file, {});
-  train::InferenceModel m = train::load_inference_model(weights, given, overrides);
+  tasks::InferenceModel m = tasks::load_inference_model(weights, given, overrides);
   if (args.format == "safetensors") {
     exporter::export_safetensors(*m.model, out);
     std::cout << "wrote " << out << " (" << m.model->arch().name()

@@ -8,8 +8,8 @@
 #include "common/errors.h"
 #include "compat/runtime.h"
 #include "data/dataset.h"
-#include "train/inference_model.h"
-#include "train/predict.h"
+#include "tasks/inference_model.h"
+#include "tasks/predict.h"
 
 namespace detrain::cli {
 
@@ -22,7 +22,7 @@ struct PredictArgs {
   int64_t imgsz = 0;    // 0: data.imgsz
   int64_t max_det = 0;  // 0: val.max_det
   bool no_draw = false;
-  train::PredictOptions options;
+  tasks::PredictOptions options;
 };
 
 int run_predict(const PredictArgs& args) {
@@ -34,10 +34,10 @@ int run_predict(const PredictArgs& args) {
   if (args.conf >= 0) overrides.push_back("val.predict_conf=" + std::to_string(args.conf));
   if (args.imgsz > 0) overrides.push_back("data.imgsz=" + std::to_string(args.imgsz));
   if (args.max_det > 0) overrides.push_back("val.max_det=" + std::to_string(args.max_det));
-  train::PredictOptions options = args.options;
+  tasks::PredictOptions options = args.options;
   options.draw = !args.no_draw;
   const config::ResolvedConfig given = config::resolve(args.config.config_file, {});
-  train::InferenceModel m = train::load_inference_model(weights, given, overrides);
+  tasks::InferenceModel m = tasks::load_inference_model(weights, given, overrides);
   const config::Experiment& x = m.config.experiment;
   compat::apply_runtime(x.runtime);
   // Class names from the data set when its descriptor is at hand (an Ultralytics .pt names its
@@ -51,13 +51,13 @@ int run_predict(const PredictArgs& args) {
   } else {
     try {
       dataset = data::load_dataset(x.data.dataset, x.data.root);
-      train::use_file_class_names(m, *dataset);
+      tasks::use_file_class_names(m, *dataset);
     } catch (const Error&) {
       std::cerr << "detrain: note: " << x.data.dataset
                 << " is not readable here; classes are shown as indices\n";
     }
   }
-  const train::PredictSummary s = train::predict_images(*m.model, x, dataset ? &*dataset : nullptr,
+  const tasks::PredictSummary s = tasks::predict_images(*m.model, x, dataset ? &*dataset : nullptr,
                                                         args.source, args.out, options);
   std::cout << s.detections << " detections on " << s.images << " images";
   if (s.unreadable) std::cout << " (" << s.unreadable << " unreadable files skipped)";

@@ -10,15 +10,15 @@
 #include <iostream>
 #include <iterator>
 
+#include "ckpt/checkpoint.h"
+#include "ckpt/initial_weights.h"
 #include "command_table.h"
 #include "commands.h"
 #include "common/errors.h"
 #include "common/progress.h"
-#include "train/checkpoint.h"
-#include "train/initial_weights.h"
-#include "train/launcher.h"
+#include "dist/launcher.h"
+#include "report/run_dir.h"
 #include "train/resume.h"
-#include "train/run_dir.h"
 #include "train/trainer.h"
 
 namespace detrain::cli {
@@ -67,13 +67,13 @@ std::vector<std::string> command_line_without_nproc() {
 
 // `--nproc N` (N > 1) outside a distributed launch: this process becomes the launcher.
 int launch(const TrainArgs& args) {
-  train::LaunchOptions options;
+  dist::LaunchOptions options;
   options.nproc = args.nproc;
   options.argv = command_line_without_nproc();
   options.interrupt = &g_stop_requested;
   std::signal(SIGINT, on_interrupt);
   std::signal(SIGTERM, on_interrupt);
-  const int code = train::launch_local_ranks(options);
+  const int code = dist::launch_local_ranks(options);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   return code;
@@ -120,7 +120,7 @@ int run_train(const TrainArgs& args) {
     request.config = train::resume_config(args.resume, overrides);
   } else {
     request.config = config::resolve(args.config.config_file, overrides);
-    train::adopt_pt_architecture(request.config);
+    ckpt::adopt_pt_architecture(request.config);
   }
   request.stop = &g_stop_requested;
   request.callbacks.should_stop = train::stop_after(args.max_iterations);

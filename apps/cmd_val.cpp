@@ -13,11 +13,11 @@
 #include "data/dataset.h"
 #include "eval/predictions_json.h"
 #include "infer/class_table.h"
-#include "train/inference_model.h"
-#include "train/precision.h"
-#include "train/run_dir.h"
-#include "train/val_plots.h"
-#include "train/validation_run.h"
+#include "model/precision.h"
+#include "report/run_dir.h"
+#include "report/val_plots.h"
+#include "tasks/inference_model.h"
+#include "tasks/validation_run.h"
 
 namespace detrain::cli {
 
@@ -36,13 +36,13 @@ int run_val(const ValArgs& args) {
   if (!args.data.empty()) overrides.push_back("data.dataset=" + args.data);
   if (!args.split.empty()) overrides.push_back("val.split=" + args.split);
   const config::ResolvedConfig given = config::resolve(args.config.config_file, {});
-  train::InferenceModel m = train::load_inference_model(weights, given, overrides);
+  tasks::InferenceModel m = tasks::load_inference_model(weights, given, overrides);
   const config::Experiment& x = m.config.experiment;
   compat::apply_runtime(x.runtime);
   const torch::Device device = compat::parse_device(x.runtime.device);
   m.model->to(device);
   data::DatasetInfo dataset = data::load_dataset(x.data.dataset, x.data.root);
-  train::use_file_class_names(m, dataset);
+  tasks::use_file_class_names(m, dataset);
   if (m.model->head()->options().pose() && !dataset.has_keypoints())
     throw DataError(x.data.dataset + " has no kpt_shape but " + weights +
                     " is a pose model; add kpt_shape, flip_idx and oks_sigmas to the descriptor");
@@ -51,16 +51,16 @@ int run_val(const ValArgs& args) {
                      x.data.dataset + " has " + std::to_string(dataset.nc()) +
                      "; validate on the data set it was "
                      "trained for");
-  train::ValidationRun validation(
+  tasks::ValidationRun validation(
       x, dataset, x.val.split, *m.model, device,
-      train::effective_precision(train::parse_precision(x.train.precision), device) ==
-          train::Precision::kBf16);
+      model::effective_precision(model::parse_precision(x.train.precision), device) ==
+          model::Precision::kBf16);
   // --plots: the confusion matrices, curves and val_batch images of a training run's end.
-  std::optional<train::ValPlots> plots;
+  std::optional<report::ValPlots> plots;
   std::string plots_dir;
   if (args.plots) {
     plots_dir =
-        args.out.empty() ? train::create_run_dir(x.train.project, "val", false).dir : args.out;
+        args.out.empty() ? report::create_run_dir(x.train.project, "val", false).dir : args.out;
     ensure_writable_dir(plots_dir);
     plots.emplace(dataset, validation.records(), plots_dir, x.train.plot_batches);
   }

@@ -2,10 +2,23 @@
 // fixtures fail instead), running the detrain binary as a user would, and temporary directories.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
 namespace detrain::test {
+
+// The message of the `E` that `f` throws, or "" when it throws nothing. An exception of another
+// type propagates, so a test fails on the wrong error type.
+template <class E>
+std::string thrown_message(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // DETRAIN_DATA or ../shared/data/<sub>. When absent, prints "SKIPPED: <reason>" and, under
 // ctest (DETRAIN_CTEST=1), exits with code 4 so ctest reports the test as skipped; otherwise

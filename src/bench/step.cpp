@@ -9,9 +9,9 @@
 #include "common/scratch_dir.h"
 #include "common/subprocess.h"
 #include "compat/torch_compat.h"
-#include "train/metrics_log.h"
-#include "train/precision.h"
-#include "train/run_dir.h"
+#include "model/precision.h"
+#include "report/metrics_log.h"
+#include "report/run_dir.h"
 #include "train/trainer.h"
 
 namespace detrain::bench {
@@ -90,13 +90,13 @@ StepResult measure(const StepBenchOptions& o, const std::string& precision, int6
     request.print_config = false;
     run_dir = train::run_training(request).run_dir;
   }
-  const train::Precision runs_as = train::effective_precision(
-      train::parse_precision(precision), compat::parse_device(resolved.experiment.runtime.device));
+  const model::Precision runs_as = model::effective_precision(
+      model::parse_precision(precision), compat::parse_device(resolved.experiment.runtime.device));
 
   std::vector<double> ms;
   double wait_ms = 0, total_ms = 0;
   int64_t index = 0;
-  for (const auto& line : train::read_metrics_jsonl(train::run_paths(run_dir).metrics_jsonl)) {
+  for (const auto& line : report::read_metrics_jsonl(report::run_paths(run_dir).metrics_jsonl)) {
     if (index++ < o.warmup) continue;
     ms.push_back(line["step_ms"].get<double>());
     wait_ms += line["data_ms"].get<double>();
@@ -106,7 +106,7 @@ StepResult measure(const StepBenchOptions& o, const std::string& precision, int6
   StepResult r;
   r.precision = precision;
   r.nproc = nproc;
-  r.runs_as = train::precision_name(runs_as);
+  r.runs_as = model::precision_name(runs_as);
   r.steps = static_cast<int64_t>(ms.size());
   r.timing = summarize(ms);
   r.data_wait_share = total_ms > 0 ? wait_ms / total_ms : 0;

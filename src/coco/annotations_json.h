@@ -8,7 +8,7 @@
 #include <string>
 
 #include "coco/annotations.h"
-#include "common/json_cursor.h"
+#include "coco/json_cursor.h"
 
 namespace detrain::coco {
 

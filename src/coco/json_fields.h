@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "coco/annotations.h"
-#include "common/json_cursor.h"
+#include "coco/json_cursor.h"
 
 namespace detrain::coco {
 
@@ -29,7 +29,7 @@ struct Where {
 inline double read_number(JsonCursor& cursor, const Where& where, const char* field) {
   cursor.peek();  // past whitespace: `at` is where the number starts
   const size_t at = cursor.offset();
-  const double value = detrain::read_number(cursor, [&] { return where.field(field); });
+  const double value = read_number(cursor, [&] { return where.field(field); });
   if (!std::isfinite(value))
     cursor.fail_content(where.field(field) + " overflows a double (" +
                             std::string(value > 0 ? "+" : "-") + "inf); write a finite number",

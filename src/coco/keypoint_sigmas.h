@@ -3,7 +3,7 @@
 // (utils/metrics.py OKS_SIGMA) both write the literals in tenths and divide by 10.0, so the
 // values are computed the same way here: 0.26 / 10.0 is 0.026000000000000002, one ulp above the
 // literal 0.026 (four of the seventeen differ so). pycocotools divides in double, as this does;
-// Ultralytics' float32 copy, used by its loss, is the loss module's own (loss/criterion.cpp).
+// Ultralytics' loss holds them in float32 (loss/criterion.cpp divides the tenths so).
 #pragma once
 
 #include <array>

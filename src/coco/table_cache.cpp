@@ -20,7 +20,7 @@
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "common/hash64.h"
-#include "common/json_cursor.h"
+#include "coco/json_cursor.h"
 
 namespace detrain::coco {
 

@@ -18,9 +18,9 @@
 #include <emmintrin.h>
 #endif
 
+#include "coco/json_cursor.h"
 #include "coco/json_fields.h"
 #include "common/errors.h"
-#include "common/json_cursor.h"
 #include "eval/coco_memory.h"
 #include "eval/coco_parallel.h"
 
@@ -39,7 +39,7 @@ coco::ReadOptions ground_truth_read_options() {
   return options;
 }
 
-CocoGroundTruth parse_ground_truth_json(JsonInput text, const std::string& source) {
+CocoGroundTruth parse_ground_truth_json(coco::JsonInput text, const std::string& source) {
   return coco::read_annotations(text, source, ground_truth_read_options());
 }
 
@@ -61,7 +61,7 @@ struct ResultRecord {
   std::vector<double> keypoints;
 };
 
-void read_result(JsonCursor& cursor, size_t index, bool want_keypoints, ResultRecord& r) {
+void read_result(coco::JsonCursor& cursor, size_t index, bool want_keypoints, ResultRecord& r) {
   const Where where{"result", index};
   r.at = cursor.offset();
   if (cursor.peek() != '{') cursor.fail_type(where.record() + " must be an object");
@@ -123,12 +123,12 @@ struct ResultsLayout {
   int keypoints_per_instance = 0;
 };
 
-[[noreturn]] void fail_missing(JsonCursor& cursor, const ResultRecord& r, size_t index,
+[[noreturn]] void fail_missing(coco::JsonCursor& cursor, const ResultRecord& r, size_t index,
                                const char* field) {
   cursor.fail_content("result " + std::to_string(index) + " has no '" + field + "'", r.at);
 }
 
-ResultsLayout decide_layout(JsonCursor& cursor, const ResultRecord& first, IouType iou_type) {
+ResultsLayout decide_layout(coco::JsonCursor& cursor, const ResultRecord& first, IouType iou_type) {
   ResultsLayout layout;
   if (first.has_bbox) {
     layout.boxes = true;
@@ -186,7 +186,7 @@ void move_results(CocoDetections& d, size_t from, size_t to, size_t count) {
 
 // Checks one result against the layout and writes it at position `at` of the sized columns,
 // with the fields CocoDetections::add / add_keypoints_only would give it.
-void store_result(JsonCursor& cursor, const ResultRecord& r, size_t index,
+void store_result(coco::JsonCursor& cursor, const ResultRecord& r, size_t index,
                   const ResultsLayout& layout, CocoDetections& dets, size_t at) {
   if (!r.has_image) fail_missing(cursor, r, index, "image_id");
   if (!r.has_category) fail_missing(cursor, r, index, "category_id");
@@ -229,7 +229,7 @@ struct Run {
 // (at most `room` of them) until the list closes, or until the cursor lands on byte `stop` right
 // after a top-level comma. Passing `stop` without landing on it means `stop` was no element
 // boundary (it lay inside a string or a nested value).
-Run read_result_run(JsonCursor& cursor, size_t stop, size_t first_index,
+Run read_result_run(coco::JsonCursor& cursor, size_t stop, size_t first_index,
                     const ResultsLayout& layout, CocoDetections& dets, size_t at, size_t room) {
   ResultRecord r;
   Run run;
@@ -259,7 +259,7 @@ Run read_result_run(JsonCursor& cursor, size_t stop, size_t first_index,
 
 // The first '{' at or after `from` that follows "}" "," (whitespace allowed): a likely element
 // start of the top-level list, verified later by the preceding chunk's parse.
-size_t next_element_candidate(JsonInput input, size_t from) {
+size_t next_element_candidate(coco::JsonInput input, size_t from) {
   const std::string_view text(input.data(), input.size());
   const auto is_space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
   for (size_t p = text.find('}', from); p != std::string_view::npos; p = text.find('}', p + 1)) {
@@ -276,7 +276,7 @@ size_t next_element_candidate(JsonInput input, size_t from) {
 // An upper bound on the results that start in [begin, end): each is an object, with its own '{'.
 // Counted 16 bytes at a time (std::count goes byte by byte), in 8-bit lanes summed every 255
 // blocks before they can overflow.
-size_t results_bound(JsonInput text, size_t begin, size_t end) {
+size_t results_bound(coco::JsonInput text, size_t begin, size_t end) {
   const char* p = text.data() + begin;
   const char* const stop = text.data() + end;
   size_t total = 0;
@@ -302,7 +302,7 @@ size_t results_bound(JsonInput text, size_t begin, size_t end) {
 // into its own range of the columns, which are then closed up. Returns the number of results,
 // or 0 when a boundary proves false or any chunk fails: the caller then parses sequentially,
 // which also gives errors their exact result index.
-size_t read_results_parallel(JsonInput text, const std::string& source, size_t begin,
+size_t read_results_parallel(coco::JsonInput text, const std::string& source, size_t begin,
                              const ResultsLayout& layout, int threads, CocoDetections& dets) {
   constexpr size_t kMinChunk = size_t{2} << 20;
   const size_t remaining = text.size() - begin;
@@ -327,7 +327,7 @@ size_t read_results_parallel(JsonInput text, const std::string& source, size_t b
     for (size_t c = first; c < last; ++c) {
       const bool is_last = c + 1 == n;
       try {
-        JsonCursor cursor(text, source, starts[c]);
+        coco::JsonCursor cursor(text, source, starts[c]);
         const Run run = read_result_run(cursor, is_last ? std::string::npos : starts[c + 1], 0,
                                         layout, dets, offset[c], room[c]);
         count[c] = run.count;
@@ -354,9 +354,9 @@ size_t read_results_parallel(JsonInput text, const std::string& source, size_t b
 
 }  // namespace
 
-CocoDetections parse_results_json(JsonInput text, const std::string& source, IouType iou_type,
+CocoDetections parse_results_json(coco::JsonInput text, const std::string& source, IouType iou_type,
                                   int threads) {
-  JsonCursor cursor(text, source);
+  coco::JsonCursor cursor(text, source);
   CocoDetections dets;
   dets.source = source;
   if (cursor.peek() != '[')
@@ -397,7 +397,7 @@ CocoDetections parse_results_json(JsonInput text, const std::string& source, Iou
 }
 
 CocoDetections load_results_json(const std::string& path, IouType iou_type, int threads) {
-  return parse_results_json(JsonFile(path), path, iou_type, threads);
+  return parse_results_json(coco::JsonFile(path), path, iou_type, threads);
 }
 
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "coco/annotations_json.h"
-#include "common/json_cursor.h"
+#include "coco/json_cursor.h"
 #include "eval/coco_types.h"
 
 namespace detrain::eval {
@@ -20,14 +20,14 @@ coco::ReadOptions ground_truth_read_options();
 // is a DataError naming `source` and the byte offset; a record without `id` (or an annotation
 // without `image_id`/`category_id`) names its position. Optional annotation fields are recorded
 // in ann_fields and checked when the annotation is evaluated.
-CocoGroundTruth parse_ground_truth_json(JsonInput text, const std::string& source);
+CocoGroundTruth parse_ground_truth_json(coco::JsonInput text, const std::string& source);
 CocoGroundTruth load_ground_truth_json(const std::string& path);
 
 // Parses a results list. `iou_type` says what is needed: bbox evaluation skips keypoints unless
 // the first result makes this a keypoint-only file (then boxes come from the keypoint extent);
 // keypoint evaluation requires keypoints on every result. `[]` gives an empty set. Large files
 // are parsed in chunks on `threads` threads (0: every core); the result is the same.
-CocoDetections parse_results_json(JsonInput text, const std::string& source, IouType iou_type,
+CocoDetections parse_results_json(coco::JsonInput text, const std::string& source, IouType iou_type,
                                   int threads = 0);
 CocoDetections load_results_json(const std::string& path, IouType iou_type, int threads = 0);
 

@@ -3,6 +3,7 @@
 // weights are applied to the batch-scaled vectors as float scalars, as the reference does.
 #include "loss/criterion.h"
 
+#include "coco/keypoint_sigmas.h"
 #include "common/errors.h"
 #include "compat/torch_compat.h"
 
@@ -36,11 +37,11 @@ torch::Tensor oks_sigmas(int64_t num_keypoints, const std::vector<double>& sigma
                         " keypoints; give one sigma per keypoint in the data set's kpt_sigmas");
     return torch::tensor(sigmas, torch::kFloat);
   }
-  if (num_keypoints == 17) {
-    // COCO sigmas as the reference stores them: float32 values / 10 in float32.
-    return torch::tensor({0.26f, 0.25f, 0.25f, 0.35f, 0.35f, 0.79f, 0.79f, 0.72f, 0.72f, 0.62f,
-                          0.62f, 1.07f, 1.07f, 0.87f, 0.87f, 0.89f, 0.89f}) /
-           10.0;
+  if (num_keypoints == static_cast<int64_t>(coco::kPersonKeypoints)) {
+    // COCO sigmas as the reference's loss holds them: the tenths as float32, / 10 in float32
+    // (the evaluator divides in double; coco/keypoint_sigmas.h).
+    std::vector<float> tenths(coco::kPersonSigmaTenths.begin(), coco::kPersonSigmaTenths.end());
+    return torch::tensor(tenths, torch::kFloat) / 10.0;
   }
   return torch::ones({num_keypoints}, torch::kFloat) / static_cast<double>(num_keypoints);
 }

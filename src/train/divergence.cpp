@@ -52,8 +52,8 @@ std::string rollback_message(const std::string& problem, const DivergencePolicy&
 }
 
 namespace {
-NamedTensors clone_all(const NamedTensors& tensors) {
-  NamedTensors out;
+ckpt::NamedTensors clone_all(const ckpt::NamedTensors& tensors) {
+  ckpt::NamedTensors out;
   out.reserve(tensors.size());
   for (const auto& [name, t] : tensors)
     out.emplace_back(name, t.defined() ? t.detach().clone() : t);
@@ -61,8 +61,8 @@ NamedTensors clone_all(const NamedTensors& tensors) {
 }
 }  // namespace
 
-Checkpoint deep_copy(const Checkpoint& checkpoint) {
-  Checkpoint c = checkpoint;
+ckpt::Checkpoint deep_copy(const ckpt::Checkpoint& checkpoint) {
+  ckpt::Checkpoint c = checkpoint;
   c.model = clone_all(checkpoint.model);
   c.ema = clone_all(checkpoint.ema);
   c.optimizer.tensors = clone_all(checkpoint.optimizer.tensors);

@@ -12,8 +12,8 @@
 #include <string>
 #include <utility>
 
+#include "ckpt/checkpoint.h"
 #include "infer/validate.h"
-#include "train/checkpoint.h"
 
 namespace detrain::train {
 
@@ -80,6 +80,6 @@ std::string rollback_message(const std::string& problem, const DivergencePolicy&
 
 // A copy of `checkpoint` sharing no tensor storage with it (make_checkpoint aliases live
 // weights, which the following steps overwrite).
-Checkpoint deep_copy(const Checkpoint& checkpoint);
+ckpt::Checkpoint deep_copy(const ckpt::Checkpoint& checkpoint);
 
 }  // namespace detrain::train

@@ -6,19 +6,19 @@
 #include <cmath>
 #include <limits>
 
+#include "ckpt/checkpoint_files.h"
 #include "eval/predictions_json.h"
 #include "infer/validate.h"
-#include "train/checkpoint_files.h"
+#include "report/plots.h"
+#include "report/val_plots.h"
 #include "train/divergence.h"
 #include "train/epoch_record.h"
-#include "train/plots.h"
 #include "train/run_log.h"
-#include "train/val_plots.h"
 
 namespace detrain::train {
 
 EpochEnd::EpochEnd(const config::ResolvedConfig& resolved, const TrainingData& data,
-                   TrainParts& parts, const RunPaths& paths, bool resuming,
+                   TrainParts& parts, const report::RunPaths& paths, bool resuming,
                    int64_t completed_epochs, bool can_roll_back)
     : resolved_(resolved),
       x_(resolved.experiment),
@@ -29,9 +29,9 @@ EpochEnd::EpochEnd(const config::ResolvedConfig& resolved, const TrainingData& d
   const auto columns =
       results_columns(parts.criterion->names(), parts.model->head()->options().pose(),
                       static_cast<int>(parts.optimizer->num_groups()));
-  results_ = std::make_unique<ResultsCsv>(
-      resuming ? ResultsCsv::resume(paths.results_csv, columns, completed_epochs)
-               : ResultsCsv(paths.results_csv, columns));
+  results_ = std::make_unique<report::ResultsCsv>(
+      resuming ? report::ResultsCsv::resume(paths.results_csv, columns, completed_epochs)
+               : report::ResultsCsv(paths.results_csv, columns));
 }
 
 EpochVerdict EpochEnd::finish(TrainState& state, double seconds, bool time_up) {
@@ -49,7 +49,7 @@ EpochVerdict EpochEnd::finish(TrainState& state, double seconds, bool time_up) {
   std::optional<infer::ValidationResult> v;
   if (x_.train.val || last_epoch || state.stopper.possible_stop) {
     ValidationProgress val_progress(x_, parts_.validation->images());
-    std::optional<ValPlots> plots;
+    std::optional<report::ValPlots> plots;
     if (x_.train.plots)
       plots.emplace(data_.dataset, parts_.validation->records(), paths_.dir, x_.train.plot_batches);
     auto observer = [&](int64_t index, const infer::ValBatch& b,
@@ -72,7 +72,7 @@ EpochVerdict EpochEnd::finish(TrainState& state, double seconds, bool time_up) {
   const std::vector<double> row = record.values();
   results_->append(row);
   state.history.push_back(row);
-  if (x_.train.plots) save_results_png(results_->table(), paths_.results_png);
+  if (x_.train.plots) report::save_results_png(results_->table(), paths_.results_png);
   if (v) show(epoch_line(record, state.epochs));
 
   const double fitness = v ? v->fitness() : -std::numeric_limits<double>::infinity();
@@ -97,11 +97,11 @@ EpochVerdict EpochEnd::finish(TrainState& state, double seconds, bool time_up) {
   }
   // The checkpoint describes the state after this epoch.
   state.advance_epoch(!verdict.stop.empty());
-  const Checkpoint last = capture_checkpoint(state, parts_, resolved_);
-  save_checkpoint(paths_.last_ckpt, last);
-  if (improved) publish_best(paths_, last, x_.train.best_half);
+  const ckpt::Checkpoint last = capture_checkpoint(state, parts_, resolved_);
+  ckpt::save_checkpoint(paths_.last_ckpt, last);
+  if (improved) ckpt::publish_best(paths_, last, x_.train.best_half);
   if (x_.train.save_period > 0 && (epoch + 1) % x_.train.save_period == 0)
-    save_checkpoint(paths_.file("weights/epoch" + std::to_string(epoch + 1) + ".ckpt"), last);
+    ckpt::save_checkpoint(paths_.file("weights/epoch" + std::to_string(epoch + 1) + ".ckpt"), last);
   return verdict;
 }
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "config/config.h"
-#include "train/metrics_log.h"
-#include "train/run_dir.h"
+#include "report/metrics_log.h"
+#include "report/run_dir.h"
 #include "train/train_parts.h"
 #include "train/train_state.h"
 
@@ -31,7 +31,8 @@ class EpochEnd {
   // `can_roll_back`: a non-finite validation may roll the run back (one process only: the
   // other ranks do not validate, so they could not roll back with rank 0).
   EpochEnd(const config::ResolvedConfig& resolved, const TrainingData& data, TrainParts& parts,
-           const RunPaths& paths, bool resuming, int64_t completed_epochs, bool can_roll_back);
+           const report::RunPaths& paths, bool resuming, int64_t completed_epochs,
+           bool can_roll_back);
 
   // Finishes epoch `state.position.epoch` that trained for `seconds`: validates, records,
   // picks the best, decides whether the run stops (`time_up`: train.time ran out inside the
@@ -48,9 +49,9 @@ class EpochEnd {
   const config::Experiment& x_;
   const TrainingData& data_;
   TrainParts& parts_;
-  RunPaths paths_;
+  report::RunPaths paths_;
   bool can_roll_back_;
-  std::unique_ptr<ResultsCsv> results_;
+  std::unique_ptr<report::ResultsCsv> results_;
   std::vector<double> box_stats_, keypoint_stats_;
 };
 

@@ -25,7 +25,7 @@ IterationReport::IterationReport(const config::Experiment& x, bool main_rank,
       progress_(
           main_rank ? parse_progress_mode(x.train.progress, "train.progress") : ProgressMode::kOff,
           std::cout, stdout_is_tty(), x.train.progress_interval_s) {
-  if (!metrics_jsonl.empty()) jsonl_ = std::make_unique<MetricsJsonl>(metrics_jsonl);
+  if (!metrics_jsonl.empty()) jsonl_ = std::make_unique<report::MetricsJsonl>(metrics_jsonl);
 }
 
 void IterationReport::start_epoch(int64_t epoch, int64_t batches,
@@ -61,7 +61,7 @@ void IterationReport::add(int64_t iter, const StepResult& step, const TrainState
 
   const bool epoch_end = iter + 1 == state_.total;
   if (jsonl_ && x_.train.log_every > 0 && (iter % x_.train.log_every == 0 || epoch_end)) {
-    StepRecord rec;
+    report::StepRecord rec;
     rec.epoch = state_.epoch;
     rec.iter = iter;
     rec.optimizer_steps = state.position.optimizer_steps;

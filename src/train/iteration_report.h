@@ -16,7 +16,7 @@
 #include "common/timer.h"
 #include "config/config.h"
 #include "optim/optimizer.h"
-#include "train/metrics_log.h"
+#include "report/metrics_log.h"
 #include "train/train_state.h"
 #include "train/train_step.h"
 
@@ -39,7 +39,7 @@ class IterationReport {
   const config::Experiment& x_;
   torch::Device device_;
   ProgressLine progress_;
-  std::unique_ptr<MetricsJsonl> jsonl_;
+  std::unique_ptr<report::MetricsJsonl> jsonl_;
   Stopwatch run_clock_;  // since this process started its part of the run (whole-run ETA)
   int64_t iterations_ = 0;
   Stopwatch epoch_clock_;

@@ -6,10 +6,10 @@
 
 #include <filesystem>
 
+#include "ckpt/initial_weights.h"
 #include "common/errors.h"
-#include "train/inference_model.h"
-#include "train/initial_weights.h"
-#include "train/run_dir.h"
+#include "report/run_dir.h"
+#include "tasks/inference_model.h"
 #include "train/train_state.h"
 
 namespace detrain::train {
@@ -21,21 +21,22 @@ config::ResolvedConfig resume_config(const std::string& where,
     throw IoError("--resume " + where +
                   ": no such run directory or checkpoint (give runs/<name> or "
                   "runs/<name>/weights/last.ckpt)");
-  const std::string path = resume_checkpoint(where);
-  const Checkpoint c = load_checkpoint(path);
-  require_resumable(c, path);
-  const std::string args_yaml = run_paths(resume_run_dir(where)).args_yaml;
+  const std::string path = report::resume_checkpoint(where);
+  const ckpt::Checkpoint c = ckpt::load_checkpoint(path);
+  ckpt::require_resumable(c, path);
+  const std::string args_yaml = report::run_paths(report::resume_run_dir(where)).args_yaml;
   if (std::filesystem::is_regular_file(args_yaml, ec)) return config::resolve(args_yaml, overrides);
   spdlog::info("{} has no args.yaml beside it; resuming with the checkpoint's own configuration",
                path);
-  return checkpoint_config(c.config_yaml, path, overrides);
+  return tasks::checkpoint_config(c.config_yaml, path, overrides);
 }
 
-Checkpoint load_resume_checkpoint(const std::string& path, const ResumeExpectation& expected) {
+ckpt::Checkpoint load_resume_checkpoint(const std::string& path,
+                                        const ResumeExpectation& expected) {
   const config::ResolvedConfig& resolved = *expected.resolved;
-  Checkpoint c = load_checkpoint(path);
-  require_resumable(c, path);
-  check_architecture(c, expected.arch, path);
+  ckpt::Checkpoint c = ckpt::load_checkpoint(path);
+  ckpt::require_resumable(c, path);
+  ckpt::check_architecture(c, expected.arch, path);
   const int64_t saved_world = state_of(c).world_size;
   if (saved_world != expected.world_size)
     throw ConfigError(fmt::format(
@@ -48,7 +49,7 @@ Checkpoint load_resume_checkpoint(const std::string& path, const ResumeExpectati
                       "(train longer in a new run from its weights: model.weights=" +
                       path + " train.epochs=N)");
   if (c.config_hash != resolved.hash) {
-    const config::ResolvedConfig saved = checkpoint_config(c.config_yaml, path, {});
+    const config::ResolvedConfig saved = tasks::checkpoint_config(c.config_yaml, path, {});
     const auto changes = config::diff(saved.experiment, resolved.experiment);
     std::string listed;
     for (const auto& line : changes) listed += "\n  " + line;
@@ -75,10 +76,10 @@ Checkpoint load_resume_checkpoint(const std::string& path, const ResumeExpectati
   return c;
 }
 
-Checkpoint resume_into(TrainParts& parts, TrainState& state, const std::string& where,
-                       const ResumeExpectation& expected) {
-  const std::string path = resume_checkpoint(where);
-  Checkpoint c = load_resume_checkpoint(path, expected);
+ckpt::Checkpoint resume_into(TrainParts& parts, TrainState& state, const std::string& where,
+                             const ResumeExpectation& expected) {
+  const std::string path = report::resume_checkpoint(where);
+  ckpt::Checkpoint c = load_resume_checkpoint(path, expected);
   restore_parts(parts, c, path);
   state = state_of(c);
   spdlog::info("resumed {} at epoch {} iteration {} ({} optimizer steps)", path,

@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "ckpt/checkpoint.h"
 #include "config/config.h"
-#include "train/checkpoint.h"
 #include "train/train_parts.h"
 #include "train/train_state.h"
 
 namespace detrain::train {
 
 struct ResumeExpectation {
-  ArchIdentity arch;              // the model this run builds
+  ckpt::ArchIdentity arch;        // the model this run builds
   int64_t world_size = 1;         // ranks of this run
   int64_t batches_per_epoch = 0;  // this data set and batch
   const config::ResolvedConfig* resolved = nullptr;
@@ -35,12 +35,12 @@ config::ResolvedConfig resume_config(const std::string& where,
 // Loads `path` and checks it against `expected`: ModelError for a checkpoint that cannot
 // continue any run (best.ckpt, another architecture), ConfigError for one that cannot continue
 // this configuration (world size, finished, config, batches per epoch).
-Checkpoint load_resume_checkpoint(const std::string& path, const ResumeExpectation& expected);
+ckpt::Checkpoint load_resume_checkpoint(const std::string& path, const ResumeExpectation& expected);
 
 // `--resume WHERE` (a run directory or a checkpoint): the checked checkpoint's weights,
 // optimizer, generators and gradients into `parts` and its loop state into `state`; returns
 // the checkpoint (best.ckpt is repaired from it).
-Checkpoint resume_into(TrainParts& parts, TrainState& state, const std::string& where,
-                       const ResumeExpectation& expected);
+ckpt::Checkpoint resume_into(TrainParts& parts, TrainState& state, const std::string& where,
+                             const ResumeExpectation& expected);
 
 }  // namespace detrain::train

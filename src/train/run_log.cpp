@@ -11,7 +11,7 @@
 #include "common/progress.h"
 #include "common/strings.h"
 #include "data/loader.h"
-#include "train/run_dir.h"
+#include "report/run_dir.h"
 
 namespace detrain::train {
 
@@ -51,7 +51,7 @@ std::string file_size(const std::string& path) {
 }  // namespace
 
 std::string final_summary(const TrainSummary& s) {
-  const RunPaths p = run_paths(s.run_dir);
+  const report::RunPaths p = report::run_paths(s.run_dir);
   std::string text = s.stop_reason.empty() ? "" : s.stop_reason + "\n";
   text += std::to_string(s.epochs_completed) + " epochs (" + std::to_string(s.optimizer_steps) +
           " optimizer steps) in " + format_duration(s.total_s) + "; ";

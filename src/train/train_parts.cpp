@@ -9,14 +9,14 @@
 #include <optional>
 #include <sstream>
 
+#include "ckpt/initial_weights.h"
 #include "common/errors.h"
 #include "data/ultralytics_data_yaml.h"
 #include "model/freeze.h"
 #include "model/sync_batch_norm.h"
 #include "optim/optimizer_factory.h"
 #include "optim/optimizer_plan.h"
-#include "train/inference_model.h"
-#include "train/initial_weights.h"
+#include "tasks/inference_model.h"
 #include "weights/ultralytics_pt.h"
 
 namespace detrain::train {
@@ -40,14 +40,14 @@ void log_skipped_images(const TrainingData& data, const data::Loader& loader) {
                records.images_missing, loader.stats().corrupt_images);
 }
 
-ArchIdentity arch_identity(const model::YoloModelImpl& model) {
+ckpt::ArchIdentity arch_identity(const model::YoloModelImpl& model) {
   const auto& a = model.arch();
-  ArchIdentity id;
+  ckpt::ArchIdentity id;
   id.arch_file = a.path;
   std::ifstream in(a.path);
   std::stringstream text;
   text << in.rdbuf();
-  id.arch_hash = content_hash(text.str());
+  id.arch_hash = ckpt::content_hash(text.str());
   id.scale = a.scale;
   id.nc = a.nc;
   if (model.head()->options().pose()) id.kpt_shape = {a.kpt_shape[0], a.kpt_shape[1]};
@@ -69,14 +69,14 @@ TrainingData build_training_data(const config::Experiment& x) {
   if (weights::is_ultralytics_pt(x.model.weights) &&
       data::placeholder_class_names(d.dataset.names) &&
       std::filesystem::is_regular_file(x.model.weights, ec))
-    use_file_class_names(weights::read_ultralytics_pt(x.model.weights).names, x.model.weights,
-                         d.dataset);
+    tasks::use_file_class_names(weights::read_ultralytics_pt(x.model.weights).names,
+                                x.model.weights, d.dataset);
   d.train_records = data::load_records(d.dataset, "train", data::RecordOptions::from(x.data, true));
   log_record_stats("train", d.train_records.stats);
   return d;
 }
 
-TrainParts build_parts(const config::Experiment& x, const TrainingData& data, World& world,
+TrainParts build_parts(const config::Experiment& x, const TrainingData& data, dist::World& world,
                        const torch::Device& device, bool bf16) {
   const data::DatasetInfo& dataset = data.dataset;
   TrainParts p;
@@ -88,7 +88,7 @@ TrainParts build_parts(const config::Experiment& x, const TrainingData& data, Wo
   build.weights.clear();  // a checkpoint, a run directory or safetensors: loaded just below
   p.model = model::make_model(build, dataset.nc(), kpt_shape);
   if (!x.model.weights.empty())
-    load_initial_weights(*p.model, arch_identity(*p.model), x.model.weights, dataset.names);
+    ckpt::load_initial_weights(*p.model, arch_identity(*p.model), x.model.weights, dataset.names);
   if (p.model->head()->options().pose() && !dataset.has_keypoints())
     throw DataError(x.data.dataset + ": the data set has no kpt_shape but " + x.model.arch +
                     " is a pose model; add kpt_shape, flip_idx and oks_sigmas to the descriptor "
@@ -133,7 +133,8 @@ TrainParts build_parts(const config::Experiment& x, const TrainingData& data, Wo
       plan.settings, p.train_loader->batches_per_epoch(), p.schedule_groups);
 
   if (world.is_main())
-    p.validation = std::make_unique<ValidationRun>(x, dataset, x.val.split, *p.model, device, bf16);
+    p.validation =
+        std::make_unique<tasks::ValidationRun>(x, dataset, x.val.split, *p.model, device, bf16);
   return p;
 }
 

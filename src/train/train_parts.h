@@ -7,19 +7,19 @@
 #include <memory>
 #include <vector>
 
+#include "ckpt/checkpoint.h"
 #include "config/config.h"
 #include "data/coco_records.h"
 #include "data/dataset.h"
 #include "data/loader.h"
+#include "dist/world.h"
 #include "loss/criterion.h"
 #include "model/param_info.h"
 #include "model/yolo_model.h"
 #include "optim/ema.h"
 #include "optim/optimizer.h"
 #include "optim/schedule.h"
-#include "train/checkpoint.h"
-#include "train/validation_run.h"
-#include "train/world.h"
+#include "tasks/validation_run.h"
 
 namespace detrain::train {
 
@@ -33,7 +33,7 @@ struct TrainParts {
   model::YoloModel model{nullptr};
   std::unique_ptr<optim::ModelEma> ema;
   model::YoloModel ema_model{nullptr};  // the network `ema` averages into (what validates)
-  ArchIdentity arch;
+  ckpt::ArchIdentity arch;
   std::vector<model::ParamInfo> params;  // every parameter, frozen ones marked
   std::vector<torch::Tensor> trainable;  // the ones the optimizer and gradient sums see
   std::unique_ptr<loss::Criterion> criterion;
@@ -41,7 +41,7 @@ struct TrainParts {
   std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<optim::TrainSchedule> schedule;
   std::vector<optim::GroupSchedule> schedule_groups;  // what `schedule` was built from
-  std::unique_ptr<ValidationRun> validation;          // rank 0 only (the others never validate)
+  std::unique_ptr<tasks::ValidationRun> validation;   // rank 0 only (the others never validate)
 };
 
 // Checks the model YAML (before any data is read), loads the descriptor and scans the
@@ -51,7 +51,7 @@ TrainingData build_training_data(const config::Experiment& x);
 // Builds every part in the order that fixes the run's random numbers (model, EMA model,
 // criterion, loader), on `device`: rank 0's initial weights are broadcast, BatchNorm is
 // synchronised under train.sync_bn, and the loader reads this rank's share of the batch.
-TrainParts build_parts(const config::Experiment& x, const TrainingData& data, World& world,
+TrainParts build_parts(const config::Experiment& x, const TrainingData& data, dist::World& world,
                        const torch::Device& device, bool bf16);
 
 // Validates the EMA model (rank 0, alone): the criterion's replicas are set aside for the pass,
@@ -63,7 +63,7 @@ infer::ValidationResult validate_ema(TrainParts& parts, const infer::BatchObserv
 void log_skipped_images(const TrainingData& data, const data::Loader& loader);
 
 // The identity checkpoints carry for `model` (its YAML's content hash, scale, nc, keypoints).
-ArchIdentity arch_identity(const model::YoloModelImpl& model);
+ckpt::ArchIdentity arch_identity(const model::YoloModelImpl& model);
 
 // Parameters and buffers of `m` (what the initial broadcast and the weights check cover).
 std::vector<torch::Tensor> module_state(torch::nn::Module& m);

@@ -22,7 +22,7 @@ constexpr const char* kStopperBestEpoch = "stopper_best_epoch";
 constexpr const char* kEpochs = "epochs";
 constexpr const char* kTrainSeconds = "train_seconds";
 
-const torch::Tensor* find_tensor(const NamedTensors& tensors, const std::string& name) {
+const torch::Tensor* find_tensor(const ckpt::NamedTensors& tensors, const std::string& name) {
   for (const auto& [n, t] : tensors)
     if (n == name) return &t;
   return nullptr;
@@ -63,16 +63,16 @@ void TrainState::advance_epoch(bool stop) {
   running = RunningLoss{};
 }
 
-Checkpoint capture_checkpoint(const TrainState& state, const TrainParts& parts,
-                              const config::ResolvedConfig& resolved) {
-  Checkpoint c;
+ckpt::Checkpoint capture_checkpoint(const TrainState& state, const TrainParts& parts,
+                                    const config::ResolvedConfig& resolved) {
+  ckpt::Checkpoint c;
   c.arch = parts.arch;
   c.model = model::state_dict(*parts.model);
   c.ema = parts.ema->state();
   c.optimizer = parts.optimizer->snapshot();
   c.position = state.position;
   c.position.ema_updates = parts.ema->updates();
-  c.generator_states = capture_torch_generators();
+  c.generator_states = ckpt::capture_torch_generators();
   c.loader_position = {{"epoch", state.position.epoch}, {"batch", state.position.iter_in_epoch}};
   c.config_yaml = config::dump_yaml(resolved.experiment, false);
   c.config_hash = resolved.hash;
@@ -96,7 +96,7 @@ Checkpoint capture_checkpoint(const TrainState& state, const TrainParts& parts,
   return c;
 }
 
-TrainState state_of(const Checkpoint& c) {
+TrainState state_of(const ckpt::Checkpoint& c) {
   TrainState s;
   s.position = c.position;
   if (const torch::Tensor* sum = find_tensor(c.extra_tensors, kRunningLoss))
@@ -120,19 +120,19 @@ TrainState state_of(const Checkpoint& c) {
   return s;
 }
 
-void restore_parts(TrainParts& parts, const Checkpoint& c, const std::string& source) {
+void restore_parts(TrainParts& parts, const ckpt::Checkpoint& c, const std::string& source) {
   std::map<std::string, torch::Tensor> model_state(c.model.begin(), c.model.end());
   model::load_state_dict(*parts.model, model_state, source);
   parts.ema->load_state(c.ema, c.position.ema_updates, source);
   parts.optimizer->restore(c.optimizer);
-  restore_torch_generators(c.generator_states);
+  ckpt::restore_torch_generators(c.generator_states);
   for (const auto& info : parts.params) {
     if (const torch::Tensor* g = find_tensor(c.extra_tensors, kGradPrefix + info.name))
       info.param.mutable_grad() = g->to(info.param.device()).clone();
   }
 }
 
-void rewind(TrainParts& parts, TrainState& state, const Checkpoint& good) {
+void rewind(TrainParts& parts, TrainState& state, const ckpt::Checkpoint& good) {
   restore_parts(parts, good, "the in-memory state");
   const TrainState then = state_of(good);
   state.position = then.position;

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "ckpt/checkpoint.h"
 #include "config/config.h"
-#include "train/checkpoint.h"
 #include "train/early_stopping.h"
 #include "train/train_parts.h"
 #include "train/trainer.h"
@@ -30,7 +30,7 @@ struct RunningLoss {
 };
 
 struct TrainState {
-  SchedulePosition position;
+  ckpt::SchedulePosition position;
   RunningLoss running;                       // this epoch's loss sums
   std::vector<std::vector<double>> history;  // results.csv rows so far
   double best_fitness = -std::numeric_limits<double>::infinity();
@@ -52,18 +52,19 @@ struct TrainState {
 
 // Everything needed to continue exactly here: `state` plus the parts' model, EMA, optimizer,
 // generators and accumulated gradients.
-Checkpoint capture_checkpoint(const TrainState& state, const TrainParts& parts,
-                              const config::ResolvedConfig& resolved);
+ckpt::Checkpoint capture_checkpoint(const TrainState& state, const TrainParts& parts,
+                                    const config::ResolvedConfig& resolved);
 
 // The loop state a checkpoint holds (position, running sums, rows, best, lr scale, world,
 // early-stopping state, the epoch count under train.time, the training time so far).
-TrainState state_of(const Checkpoint& checkpoint);
+TrainState state_of(const ckpt::Checkpoint& checkpoint);
 
 // Puts the checkpoint's weights, EMA, optimizer state, generators and gradients into `parts`.
-void restore_parts(TrainParts& parts, const Checkpoint& checkpoint, const std::string& source);
+void restore_parts(TrainParts& parts, const ckpt::Checkpoint& checkpoint,
+                   const std::string& source);
 
 // A rollback: the weights, optimizer, generators and loop position of `good` (taken at the
 // start of the epoch); the rows, best and learning-rate scale of `state` stay.
-void rewind(TrainParts& parts, TrainState& state, const Checkpoint& good);
+void rewind(TrainParts& parts, TrainState& state, const ckpt::Checkpoint& good);
 
 }  // namespace detrain::train

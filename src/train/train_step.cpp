@@ -4,13 +4,14 @@
 #include <spdlog/fmt/fmt.h>
 
 #include "compat/torch_compat.h"
+#include "optim/grad_clip.h"
+#include "tasks/validation_run.h"
 #include "train/divergence.h"
-#include "train/validation_run.h"
 
 namespace detrain::train {
 
 StepOptions StepOptions::from(const config::TrainOptions& train, const torch::Device& device,
-                              Precision precision) {
+                              model::Precision precision) {
   StepOptions o;
   o.device = device;
   o.precision = precision;
@@ -22,7 +23,7 @@ StepOptions StepOptions::from(const config::TrainOptions& train, const torch::De
 
 StepResult TrainStep::run(const data::Batch& batch, int64_t epoch, int64_t iter,
                           const optim::IterationHyper& hyper, double lr_scale,
-                          SchedulePosition& position) {
+                          ckpt::SchedulePosition& position) {
   optim::Optimizer& optimizer = *parts_.optimizer;
   for (size_t g = 0; g < optimizer.num_groups(); ++g) {
     optimizer.set_lr(g, hyper.lr[g] * lr_scale);
@@ -34,11 +35,11 @@ StepResult TrainStep::run(const data::Batch& batch, int64_t epoch, int64_t iter,
   // The criterion takes the bf16 head outputs and computes in fp32 itself.
   model::TrainOutput out;
   {
-    AutocastScope autocast(options_.precision, device);
+    model::AutocastScope autocast(options_.precision, device);
     out = parts_.model->forward_train(images);
   }
-  const loss::LossResult l =
-      (*parts_.criterion)(out, loss_targets(batch, device), {images.size(2), images.size(3)});
+  const loss::LossResult l = (*parts_.criterion)(out, tasks::loss_targets(batch, device),
+                                                 {images.size(2), images.size(3)});
   StepResult result;
   result.images = images.size(0);
   result.instances = batch.cls.size(0);
@@ -55,7 +56,7 @@ StepResult TrainStep::run(const data::Batch& batch, int64_t epoch, int64_t iter,
   const int64_t ni = epoch * position.batches_per_epoch + iter;
   if (optim::TrainSchedule::optimizer_step_due(ni, position.last_step_ni, hyper.accumulate)) {
     world_.average_gradients(parts_.trainable);
-    const GradNorm gn = clip_grad_norm(parts_.trainable, options_.clip_grad_norm);
+    const optim::GradNorm gn = optim::clip_grad_norm(parts_.trainable, options_.clip_grad_norm);
     if (!gn.finite) {
       result.problem =
           fmt::format("non-finite gradients at epoch {} iteration {}", epoch + 1, iter);

@@ -11,24 +11,24 @@
 #include <optional>
 #include <string>
 
+#include "ckpt/checkpoint.h"
 #include "data/collate.h"
+#include "dist/world.h"
+#include "model/precision.h"
 #include "optim/schedule.h"
-#include "train/checkpoint.h"
-#include "train/precision.h"
 #include "train/train_parts.h"
-#include "train/world.h"
 
 namespace detrain::train {
 
 struct StepOptions {
   torch::Device device{torch::kCPU};
-  Precision precision = Precision::kBf16;
+  model::Precision precision = model::Precision::kBf16;
   double clip_grad_norm = 10.0;  // train.clip_grad_norm (0: off)
   bool sync_bn = false;          // train.sync_bn: BatchNorm statistics are already global
   bool dist_verify = false;      // train.dist_verify: check the ranks' weights after each step
 
   static StepOptions from(const config::TrainOptions& train, const torch::Device& device,
-                          Precision precision);
+                          model::Precision precision);
 };
 
 struct StepResult {
@@ -44,17 +44,18 @@ struct StepResult {
 
 class TrainStep {
  public:
-  TrainStep(TrainParts& parts, World& world, StepOptions options)
+  TrainStep(TrainParts& parts, dist::World& world, StepOptions options)
       : parts_(parts), world_(world), options_(std::move(options)) {}
 
   // Iteration `iter` of epoch `epoch` with `hyper` (its learning rates scaled by `lr_scale`);
   // advances position.optimizer_steps and position.last_step_ni when the optimizer steps.
   StepResult run(const data::Batch& batch, int64_t epoch, int64_t iter,
-                 const optim::IterationHyper& hyper, double lr_scale, SchedulePosition& position);
+                 const optim::IterationHyper& hyper, double lr_scale,
+                 ckpt::SchedulePosition& position);
 
  private:
   TrainParts& parts_;
-  World& world_;
+  dist::World& world_;
   StepOptions options_;
 };
 

@@ -10,25 +10,25 @@
 
 #include <optional>
 
+#include "ckpt/checkpoint_files.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/timer.h"
 #include "compat/deterministic.h"
 #include "data/loader.h"
-#include "train/batch_plots.h"
-#include "train/checkpoint_files.h"
+#include "dist/world.h"
+#include "model/precision.h"
+#include "report/batch_plots.h"
+#include "report/plots_charts.h"
+#include "report/run_dir.h"
 #include "train/divergence.h"
 #include "train/epoch_end.h"
 #include "train/iteration_report.h"
-#include "train/plots_charts.h"
-#include "train/precision.h"
 #include "train/resume.h"
-#include "train/run_dir.h"
 #include "train/run_log.h"
 #include "train/train_parts.h"
 #include "train/train_state.h"
 #include "train/train_step.h"
-#include "train/world.h"
 
 namespace detrain::train {
 
@@ -54,7 +54,7 @@ class Trainer {
   double training_seconds() const { return seconds_before_ + loop_clock_.seconds(); }
   // Rebuilds the schedule when train.time changed the epoch count it was built for.
   void follow_epoch_count();
-  Checkpoint checkpoint() const { return capture_checkpoint(state_, parts_, resolved_); }
+  ckpt::Checkpoint checkpoint() const { return capture_checkpoint(state_, parts_, resolved_); }
   bool main() const { return world_->is_main(); }
 
   const TrainRequest& request_;
@@ -65,32 +65,34 @@ class Trainer {
   double seconds_before_ = 0;  // training time of the run before this process (a resume)
   bool time_up_ = false;       // train.time ran out inside the current epoch
   std::string stop_reason_;    // why the run ended before its epochs
-  Placement placement_;
+  dist::Placement placement_;
   std::optional<compat::DeterministicScope> deterministic_;  // runtime.deterministic, this run
-  Precision precision_ = Precision::kBf16;
+  model::Precision precision_ = model::Precision::kBf16;
   TrainingData data_;
-  std::unique_ptr<World> world_;
+  std::unique_ptr<dist::World> world_;
   TrainParts parts_;
   std::unique_ptr<TrainStep> step_;
   TrainState state_;
-  std::optional<Checkpoint> good_state_;  // taken at the start of each epoch
-  RunPaths paths_;
+  std::optional<ckpt::Checkpoint> good_state_;  // taken at the start of each epoch
+  report::RunPaths paths_;
   std::unique_ptr<EpochEnd> epoch_end_;  // rank 0
   std::unique_ptr<IterationReport> report_;
   int64_t iterations_this_process_ = 0;
 };
 
 void Trainer::build() {
-  placement_ = place_process(x_);
+  placement_ = dist::place_process(x_);
   // Before the model is built, as the reference's init_seeds; undone when the run ends.
   deterministic_.emplace(x_.runtime.deterministic, x_.runtime.deterministic_warn_only);
-  precision_ = effective_precision(parse_precision(x_.train.precision), placement_.device);
+  precision_ =
+      model::effective_precision(model::parse_precision(x_.train.precision), placement_.device);
   spdlog::info("{}; {}", placement_.runtime_summary, compat::deterministic_state().describe());
   data_ = build_training_data(x_);
   // The process group comes after the data scan, so no rank scans while others wait in a
   // collective.
-  world_ = make_world(placement_, x_);
-  parts_ = build_parts(x_, data_, *world_, placement_.device, precision_ == Precision::kBf16);
+  world_ = dist::make_world(placement_, x_);
+  parts_ =
+      build_parts(x_, data_, *world_, placement_.device, precision_ == model::Precision::kBf16);
   step_ = std::make_unique<TrainStep>(parts_, *world_,
                                       StepOptions::from(x_.train, placement_.device, precision_));
   state_.world_size = world_->size();
@@ -98,10 +100,10 @@ void Trainer::build() {
 }
 
 void Trainer::resume(const std::string& where) {
-  const Checkpoint c = resume_into(
+  const ckpt::Checkpoint c = resume_into(
       parts_, state_, where,
       {parts_.arch, world_->size(), state_.position.batches_per_epoch, &resolved_, request_.force});
-  if (main()) tidy_for_resume(paths_, c, x_.train.best_half);
+  if (main()) ckpt::tidy_for_resume(paths_, c, x_.train.best_half);
 }
 
 // Rank 0 writes the run directory: train.log, args.yaml, metrics.jsonl, labels.jpg, results.csv.
@@ -115,11 +117,12 @@ void Trainer::open_run_directory() {
       report_start(resolved_, spdlog::default_logger()->should_log(spdlog::level::debug));
     spdlog::info("run directory {}", paths_.dir);
     if (resuming)
-      truncate_metrics_jsonl(paths_.metrics_jsonl, state_.position.epoch,
-                             state_.position.iter_in_epoch);
+      report::truncate_metrics_jsonl(paths_.metrics_jsonl, state_.position.epoch,
+                                     state_.position.iter_in_epoch);
     metrics_jsonl = paths_.metrics_jsonl;
     if (x_.train.plots && !resuming)
-      save_labels_plot(data_.train_records.images, data_.dataset.names, paths_.file("labels.jpg"));
+      report::save_labels_plot(data_.train_records.images, data_.dataset.names,
+                               paths_.file("labels.jpg"));
     epoch_end_ = std::make_unique<EpochEnd>(resolved_, data_, parts_, paths_, resuming,
                                             state_.position.epoch, world_->size() == 1);
   }
@@ -154,8 +157,8 @@ EpochOutcome Trainer::train_epoch() {
     // The first batches of a run (a run resumed past them already drew them).
     if (epoch == 0 && iter < x_.train.plot_batches && x_.train.plots && main() &&
         iterations_this_process_ == iter)
-      save_train_batch_plot(*batch, data_.dataset,
-                            paths_.file("train_batch" + std::to_string(iter) + ".jpg"));
+      report::save_train_batch_plot(*batch, data_.dataset,
+                                    paths_.file("train_batch" + std::to_string(iter) + ".jpg"));
     const StepResult step = step_->run(*batch, epoch, iter, parts_.schedule->at(epoch, iter),
                                        state_.lr_scale, state_.position);
     if (step.problem) return EpochOutcome::diverged(*step.problem);
@@ -166,7 +169,7 @@ EpochOutcome Trainer::train_epoch() {
     report_->add(iter, step, state_, *parts_.optimizer, batch->data_wait_ms, step_clock.millis());
     if (main() && x_.train.save_period_steps > 0 && step.optimizer_stepped &&
         state_.position.optimizer_steps % x_.train.save_period_steps == 0)
-      save_checkpoint(paths_.last_ckpt, checkpoint());
+      ckpt::save_checkpoint(paths_.last_ckpt, checkpoint());
     // train.time: the reference checks after every optimizer step and ends the epoch there;
     // rank 0's clock decides for all.
     if (x_.train.time > 0 && step.optimizer_stepped &&
@@ -223,7 +226,7 @@ void Trainer::roll_back(const std::string& problem) {
   if (!policy.try_rollback())
     throw NumericError(
         diverged_message(problem, policy,
-                         DivergenceContext::of_run(precision_ == Precision::kBf16,
+                         DivergenceContext::of_run(precision_ == model::Precision::kBf16,
                                                    x_.train.clip_grad_norm > 0, paths_.last_ckpt)));
   // The good state has no gradients of the bad step; a state without them starts clean.
   parts_.optimizer->zero_grad();
@@ -238,10 +241,10 @@ TrainSummary Trainer::run() {
   start_log_capture();  // train.log also gets what set-up says before the run directory exists
   build();
   if (!request_.resume.empty()) {
-    paths_ = run_paths(resume_run_dir(request_.resume));
+    paths_ = report::run_paths(report::resume_run_dir(request_.resume));
     resume(request_.resume);
   } else if (main()) {
-    paths_ = create_run_dir(x_.train.project, x_.train.name, x_.train.exist_ok);
+    paths_ = report::create_run_dir(x_.train.project, x_.train.name, x_.train.exist_ok);
   }
   // Only rank 0 writes the run directory; the others learn its name for their messages.
   paths_.dir = world_->from_main("run_dir", paths_.dir);
@@ -267,7 +270,7 @@ TrainSummary Trainer::run() {
       // Mid-accumulation gradients differ per rank; their mean continues the same sums.
       world_->average_gradients(parts_.trainable);
       state_.train_seconds = training_seconds();
-      if (main()) save_checkpoint(paths_.last_ckpt, checkpoint());
+      if (main()) ckpt::save_checkpoint(paths_.last_ckpt, checkpoint());
       world_->barrier("the stop checkpoint");
       summary.interrupted = true;
       spdlog::warn("stopped at epoch {} iteration {}; resume with: detrain train --resume {}",

@@ -13,14 +13,14 @@
 #include <filesystem>
 #include <thread>
 
+#include "ckpt/checkpoint.h"
+#include "ckpt/checkpoint_files.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "eval/predictions_json.h"
+#include "report/metrics_log.h"
+#include "report/run_dir.h"
 #include "test_support.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_files.h"
-#include "train/metrics_log.h"
-#include "train/run_dir.h"
 
 using namespace detrain;
 using detrain::test::TempDir;
@@ -55,8 +55,8 @@ std::vector<std::string> names_in(const std::string& dir) {
   return names;
 }
 
-train::Checkpoint checkpoint_with(int64_t elements, float value) {
-  train::Checkpoint c;
+ckpt::Checkpoint checkpoint_with(int64_t elements, float value) {
+  ckpt::Checkpoint c;
   c.arch.arch_file = "models/yolo26.yaml";
   c.model.emplace_back("model.0.weight", torch::full({elements}, value));
   return c;
@@ -77,7 +77,7 @@ TEST_CASE("a full disk fails every write with one IoError and keeps the previous
   const std::string path = dir.file("out.bin");
   write_file_atomic(path, std::string(1000, 'a'));
   const std::string ckpt = dir.file("last.ckpt");
-  train::save_checkpoint(ckpt, checkpoint_with(16, 1.0f));
+  ckpt::save_checkpoint(ckpt, checkpoint_with(16, 1.0f));
   const std::string ckpt_before = read_file(ckpt);
   const auto files_before = names_in(dir.path());
 
@@ -99,14 +99,14 @@ TEST_CASE("a full disk fails every write with one IoError and keeps the previous
   expect_disk_full([&] { write_file_atomic(path, std::string(1 << 20, 'b')); }, path);
   CHECK(read_file(path) == std::string(1000, 'a'));
   // A checkpoint: LibTorch's zip writer throws its own error on the short write.
-  expect_disk_full([&] { train::save_checkpoint(ckpt, checkpoint_with(1 << 20, 2.0f)); }, ckpt);
+  expect_disk_full([&] { ckpt::save_checkpoint(ckpt, checkpoint_with(1 << 20, 2.0f)); }, ckpt);
   CHECK(read_file(ckpt) == ckpt_before);
-  CHECK(train::load_checkpoint(ckpt).model[0].second[0].item<float>() == 1.0f);
+  CHECK(ckpt::load_checkpoint(ckpt).model[0].second[0].item<float>() == 1.0f);
   // results.csv and predictions.json.
-  train::ResultsTable table;
+  report::ResultsTable table;
   table.columns = {"epoch", "x"};
   table.rows.assign(20000, {1.0, 0.123456789});
-  expect_disk_full([&] { train::write_results_csv(dir.file("results.csv"), table); },
+  expect_disk_full([&] { report::write_results_csv(dir.file("results.csv"), table); },
                    dir.file("results.csv"));
   std::vector<eval::CocoRecord> records(20000);
   expect_disk_full([&] { eval::write_predictions_json(dir.file("predictions.json"), records); },
@@ -118,8 +118,8 @@ TEST_CASE("a full disk fails every write with one IoError and keeps the previous
 TEST_CASE("a full disk cuts a metrics.jsonl append back to its complete lines", "[unit][common]") {
   TempDir dir;
   const std::string path = dir.file("metrics.jsonl");
-  train::MetricsJsonl log(path);
-  train::StepRecord r;
+  report::MetricsJsonl log(path);
+  report::StepRecord r;
   r.losses = {{"box", 1.0}};
   log.append(r);
   const std::string before = read_file(path);
@@ -135,7 +135,7 @@ TEST_CASE("a full disk cuts a metrics.jsonl append back to its complete lines", 
   CHECK_THAT(message, Catch::Contains("cannot append to " + path + ": disk full"));
   CHECK(read_file(path) == before);
   log.append(r);  // space again: appending continues
-  CHECK(train::read_metrics_jsonl(path).size() == 2);
+  CHECK(report::read_metrics_jsonl(path).size() == 2);
 }
 
 TEST_CASE("the next write removes temporaries of dead writers and keeps live ones",
@@ -160,14 +160,14 @@ TEST_CASE("the next write removes temporaries of dead writers and keeps live one
 TEST_CASE("best.ckpt stays a complete checkpoint when publishing it is killed at any moment",
           "[unit][train]") {
   TempDir dir;
-  const train::RunPaths paths = train::run_paths(dir.path());
+  const report::RunPaths paths = report::run_paths(dir.path());
   fs::create_directories(paths.weights_dir);
   // The bytes of two published best.ckpt files (shippable checkpoints of two epochs); the
   // writer alternates them into best.ckpt as publish_best writes it (save_checkpoint's atomic
   // write), in a child without LibTorch: only the file operations.
-  train::publish_best(paths, checkpoint_with(1 << 18, 1.0f), /*half=*/false);
+  ckpt::publish_best(paths, checkpoint_with(1 << 18, 1.0f), /*half=*/false);
   const std::string a = read_file(paths.best_ckpt);
-  train::publish_best(paths, checkpoint_with(1 << 18, 2.0f), /*half=*/false);
+  ckpt::publish_best(paths, checkpoint_with(1 << 18, 2.0f), /*half=*/false);
   const std::string b = read_file(paths.best_ckpt);
   REQUIRE(a != b);
   for (int kill = 0; kill < 12; ++kill) {
@@ -183,7 +183,7 @@ TEST_CASE("best.ckpt stays a complete checkpoint when publishing it is killed at
     CHECK((best == a || best == b));
   }
   // Shippable: the weights travel as the EMA, nothing a resume needs is kept.
-  const auto best = train::load_checkpoint(paths.best_ckpt);
+  const auto best = ckpt::load_checkpoint(paths.best_ckpt);
   CHECK(best.ema.size() == 1);
   CHECK(best.model.empty());
 }

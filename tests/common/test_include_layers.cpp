@@ -44,22 +44,33 @@ const std::vector<Layer>& layers() {
       {"model", {"common", "compat", "config", "geometry"}},
       // Head output -> detections -> COCO records, and the validation loop over a model.
       {"infer", {"common", "compat", "config", "geometry", "coco", "model", "eval"}},
-      {"loss", {"common", "compat", "config", "geometry", "model"}},
+      {"loss", {"common", "compat", "config", "geometry", "coco", "model"}},
       {"optim", {"common", "compat", "config", "model"}},
       {"export", {"common", "compat", "config", "geometry", "model"}},
       // Foreign weight files read as data: Ultralytics .pt (the pickle interpreter has no
       // LibTorch; the archive and tensors do).
       {"weights", {"common", "compat", "config", "model"}},
+      // Run reporting: the run directory, metrics log and results.csv, and the plots.
+      {"report", {"common", "data", "infer"}},
+      // detrain checkpoints (save, load, best.ckpt) and the weights a run starts from.
+      {"ckpt", {"common", "compat", "config", "model", "optim", "weights", "report"}},
+      // Processes and devices: torchrun/Slurm placement, the c10d world, the local launcher.
+      {"dist", {"common", "compat", "config"}},
+      // The val and predict tasks over a loaded model (also what training validates with).
+      {"tasks",
+       {"common", "compat", "config", "coco", "eval", "data", "model", "infer", "loss", "weights",
+        "ckpt", "report"}},
+      // The training loop alone.
       {"train",
-       {"common", "compat", "config", "geometry", "coco", "eval", "data", "model", "infer", "loss",
-        "optim", "weights"}},
+       {"common", "compat", "config", "eval", "data", "model", "infer", "loss", "optim", "weights",
+        "report", "ckpt", "dist", "tasks"}},
       // `detrain bench` kinds: measurements over the modules above, returned as reports.
       {"bench",
        {"common", "compat", "config", "geometry", "eval", "data", "model", "loss", "optim",
-        "train"}},
+        "report", "train"}},
       {"apps",
        {"common", "compat", "config", "geometry", "coco", "eval", "data", "model", "infer", "loss",
-        "optim", "export", "weights", "train", "bench"}},
+        "optim", "export", "weights", "report", "ckpt", "dist", "tasks", "train", "bench"}},
   };
   return table;
 }
@@ -234,6 +245,26 @@ TEST_CASE("#include lines follow the module layers and form no cycle", "[unit][l
   };
   for (const auto& [m, edges] : graph)
     if (state[m] == 0) visit(m);
+}
+
+// The training loop is the train command's alone: val, predict, export and data run through
+// tasks/ and report/, so a change to the loop cannot reach them. Only train/ itself, bench (which
+// times training steps) and apps/cmd_train.cpp may include a train/ header.
+TEST_CASE("only the train command and bench include train/", "[unit][layers]") {
+  const auto files = scan_sources(detrain::source_dir());
+  int train_includes = 0;
+  for (const auto& [path, f] : files) {
+    for (const auto& inc : f.includes) {
+      const std::string target = resolve(files, inc);
+      if (target.rfind("src/train/", 0) != 0) continue;
+      ++train_includes;
+      const bool allowed =
+          f.module == "train" || f.module == "bench" || path == "apps/cmd_train.cpp";
+      INFO(path << ":" << inc.line << " includes " << target);
+      CHECK(allowed);
+    }
+  }
+  CHECK(train_includes > 20);  // the scan saw the loop's own includes
 }
 
 // Whether a file reaches a header that `bad` flags, through project headers, memoised: "" (no) or

@@ -18,14 +18,8 @@ using detrain::test::TempDir;
 using detrain::test::write_text;
 
 namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+// The ConfigError message a call throws ("" for none).
+constexpr auto error_of = &test::thrown_message<ConfigError>;
 }  // namespace
 
 TEST_CASE("defaults resolve, validate and hash stably", "[unit][config]") {

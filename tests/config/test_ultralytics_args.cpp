@@ -11,11 +11,15 @@
 #include "common/paths.h"
 #include "config/config.h"
 #include "config/ultralytics_args.h"
+#include "test_support.h"
 
 using namespace detrain;
 using namespace detrain::config;
 
 namespace {
+
+// The ConfigError message a call throws ("" for none).
+constexpr auto error_of = &test::thrown_message<ConfigError>;
 
 std::vector<std::string> tr(const std::vector<std::string>& args,
                             const std::string& command = "train") {
@@ -26,15 +30,6 @@ std::string one(const std::string& arg, const std::string& command = "train") {
   const auto out = tr({arg}, command);
   REQUIRE(out.size() == 1);
   return out[0];
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 bool contains(const std::string& text, const std::string& part) {

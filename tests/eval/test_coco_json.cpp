@@ -5,32 +5,26 @@
 #include <cmath>
 #include <cstring>
 
+#include "coco/json_cursor.h"
 #include "common/errors.h"
-#include "common/json_cursor.h"
 #include "common/rng.h"
 #include "eval/coco_json.h"
 #include "test_support.h"
 
 using detrain::DataError;
-using detrain::JsonCursor;
+using detrain::coco::JsonCursor;
 using detrain::eval::IouType;
 
 namespace {
+
+// The DataError message a call throws ("" for none).
+constexpr auto error_of = &detrain::test::thrown_message<DataError>;
 
 double parse_number(const std::string& text) {
   JsonCursor cursor(text, "number.json");
   const double value = cursor.number();
   cursor.expect_end();
   return value;
-}
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 std::string parse_error(const std::string& text) {

@@ -12,7 +12,7 @@
 #include "common/paths.h"
 #include "config/config.h"
 #include "model/safetensors.h"
-#include "train/run_dir.h"
+#include "report/run_dir.h"
 #include "train/trainer.h"
 
 namespace detrain::test {
@@ -36,7 +36,7 @@ std::string short_trained_checkpoint(const ExportCase& c, const TempDir& dir) {
   train::TrainRequest request;
   request.config = rc;
   const auto summary = train::run_training(request);
-  return train::run_paths(summary.run_dir).last_ckpt;
+  return report::run_paths(summary.run_dir).last_ckpt;
 }
 
 model::YoloModel responsive_model(const ExportCase& c, const torch::Tensor& images) {

@@ -3,11 +3,11 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "ckpt/checkpoint.h"
 #include "export/weights_export.h"
 #include "model/state_dict.h"
 #include "model/yolo_model.h"
 #include "test_support.h"
-#include "train/checkpoint.h"
 
 using namespace detrain;
 using namespace detrain::test;
@@ -65,14 +65,14 @@ TEST_CASE("detrain export rejects bad input with one line and its exit code", "[
     }
   }
   SECTION("a checkpoint of an unknown architecture: model error 6") {
-    train::Checkpoint c;
+    ckpt::Checkpoint c;
     c.arch.arch_file = "models/yolo99.yaml";
     c.arch.scale = "n";
     c.arch.nc = 80;
     c.model = model::state_dict(*m);
     c.config_yaml = "model:\n  arch: models/yolo99.yaml\n  scale: n\n";
     const std::string ckpt = dir.file("foreign.ckpt");
-    train::save_checkpoint(ckpt, c);
+    ckpt::save_checkpoint(ckpt, c);
     const auto r = run_detrain("export --weights '" + ckpt + "' -o '" + dir.file("m.onnx") + "'");
     INFO(r.output);
     CHECK(r.exit_code == 6);

@@ -10,7 +10,7 @@
 #include "export/export_fixtures.h"
 #include "export/onnx_export.h"
 #include "model/yolo_model.h"
-#include "train/inference_model.h"
+#include "tasks/inference_model.h"
 
 using namespace detrain;
 using namespace detrain::test;
@@ -148,7 +148,7 @@ TEST_CASE("yolo26n at 640 px: onnxruntime vs LibTorch max difference and CPU lat
   if (!images) return;
   TempDir dir("export-measure");
   const std::string ckpt = short_trained_checkpoint(export_cases().front(), dir);
-  auto m = train::load_inference_model(ckpt, config::resolve("", {}), {}).model;
+  auto m = tasks::load_inference_model(ckpt, config::resolve("", {}), {}).model;
   m->fuse();
   std::vector<model::EvalOutput> expected;
   const auto start = std::chrono::steady_clock::now();

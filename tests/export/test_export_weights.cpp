@@ -5,15 +5,15 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "ckpt/checkpoint.h"
 #include "common/paths.h"
 #include "config/config.h"
 #include "export/export_fixtures.h"
 #include "export/weights_export.h"
 #include "model/safetensors.h"
 #include "model/state_dict.h"
-#include "train/checkpoint.h"
-#include "train/inference_model.h"
-#include "train/run_dir.h"
+#include "report/run_dir.h"
+#include "tasks/inference_model.h"
 #include "train/trainer.h"
 
 using namespace detrain;
@@ -75,7 +75,7 @@ TEST_CASE("a short-trained checkpoint exports to safetensors and ONNX through th
     INFO(c.name);
     TempDir dir("export-ckpt");
     const std::string ckpt = short_trained_checkpoint(c, dir);
-    const train::Checkpoint checkpoint = train::load_checkpoint(ckpt);
+    const ckpt::Checkpoint checkpoint = ckpt::load_checkpoint(ckpt);
     REQUIRE(!checkpoint.ema.empty());
 
     const std::string st = dir.file("w.safetensors");
@@ -102,7 +102,7 @@ TEST_CASE("a short-trained checkpoint exports to safetensors and ONNX through th
     r = run_detrain("export --weights '" + ckpt + "' --imgsz 256 --dynamic -o '" + onnx + "'");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
-    auto reference = train::load_inference_model(ckpt, config::resolve("", {}), {});
+    auto reference = tasks::load_inference_model(ckpt, config::resolve("", {}), {});
     torch::NoGradGuard no_grad;
     const auto out = reference.model->forward_eval(*images, 300);
     const auto ort = run_onnxruntime(*python, onnx, {{"b3", *images}}, dir);

@@ -12,18 +12,20 @@
 #include <cmath>
 #include <filesystem>
 
+#include "ckpt/checkpoint.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "config/config.h"
+#include "report/run_dir.h"
 #include "test_support.h"
-#include "train/checkpoint.h"
 #include "train/divergence.h"
-#include "train/run_dir.h"
 #include "train/train_fixtures.h"
 #include "train/trainer.h"
 
 using namespace detrain;
 using namespace detrain::train;
+using namespace detrain::ckpt;
+using namespace detrain::report;
 using detrain::test::TempDir;
 namespace fs = std::filesystem;
 

@@ -16,14 +16,16 @@
 #include "data/dataset.h"
 #include "loss/criterion.h"
 #include "model/yolo_model.h"
+#include "report/metrics_log.h"
+#include "report/run_dir.h"
+#include "tasks/validation_run.h"
 #include "test_support.h"
-#include "train/metrics_log.h"
-#include "train/run_dir.h"
 #include "train/trainer.h"
-#include "train/validation_run.h"
 
 using namespace detrain;
 using namespace detrain::train;
+using namespace detrain::report;
+using namespace detrain::tasks;
 using detrain::test::TempDir;
 using nlohmann::json;
 

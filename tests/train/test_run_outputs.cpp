@@ -13,21 +13,23 @@
 #include <opencv2/imgcodecs.hpp>
 #include <sstream>
 
+#include "ckpt/checkpoint.h"
+#include "ckpt/initial_weights.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "config/config.h"
 #include "export/weights_export.h"
 #include "model/state_dict.h"
 #include "model/yolo_model.h"
+#include "report/run_dir.h"
 #include "test_support.h"
-#include "train/checkpoint.h"
-#include "train/initial_weights.h"
-#include "train/run_dir.h"
 #include "train/train_fixtures.h"
 #include "train/trainer.h"
 
 using namespace detrain;
 using namespace detrain::train;
+using namespace detrain::ckpt;
+using namespace detrain::report;
 using detrain::test::run_detrain;
 using detrain::test::TempDir;
 namespace fs = std::filesystem;

@@ -7,15 +7,15 @@
 #include <fstream>
 #include <sstream>
 
+#include "ckpt/checkpoint.h"
 #include "common/errors.h"
 #include "compat/deterministic.h"
 #include "config/config.h"
+#include "report/metrics_log.h"
+#include "report/run_dir.h"
 #include "test_support.h"
-#include "train/checkpoint.h"
 #include "train/early_stopping.h"
-#include "train/metrics_log.h"
 #include "train/resume.h"
-#include "train/run_dir.h"
 #include "train/train_fixtures.h"
 #include "train/trainer.h"
 
@@ -24,6 +24,8 @@
 
 using namespace detrain;
 using namespace detrain::train;
+using namespace detrain::ckpt;
+using namespace detrain::report;
 using detrain::test::TempDir;
 namespace fs = std::filesystem;
 
@@ -209,14 +211,7 @@ TEST_CASE("resume names a bad checkpoint as such, exit 6", "[smoke][train]") {
   overrides.emplace_back("train.epochs=1");
   const TrainSummary s = train_with(overrides);
   const RunPaths p = run_paths(s.run_dir);
-  auto model_error = [](const std::function<void()>& f) -> std::string {
-    try {
-      f();
-    } catch (const ModelError& e) {
-      return e.what();
-    }
-    return "no ModelError";
-  };
+  const auto model_error = &test::thrown_message<ModelError>;
   // best.ckpt holds shipped weights only: a checkpoint problem (6), not a config one (3).
   const std::string best = model_error([&] { resume_config(p.best_ckpt, {}); });
   CHECK_THAT(best, Catch::Contains(p.best_ckpt) && Catch::Contains("resume from the run's"));

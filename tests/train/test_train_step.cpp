@@ -8,15 +8,19 @@
 #include <cmath>
 
 #include "config/config.h"
+#include "dist/world.h"
 #include "model/state_dict.h"
+#include "tasks/validation_run.h"
 #include "train/train_fixtures.h"
 #include "train/train_parts.h"
 #include "train/train_step.h"
-#include "train/validation_run.h"
-#include "train/world.h"
 
 using namespace detrain;
 using namespace detrain::train;
+using namespace detrain::ckpt;
+using namespace detrain::dist;
+using namespace detrain::model;
+using namespace detrain::tasks;
 using detrain::test::TempDir;
 
 namespace {

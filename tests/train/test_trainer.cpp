@@ -7,19 +7,21 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "ckpt/checkpoint.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "config/config.h"
 #include "data/synth.h"
+#include "report/metrics_log.h"
+#include "report/run_dir.h"
 #include "test_support.h"
-#include "train/checkpoint.h"
-#include "train/metrics_log.h"
-#include "train/run_dir.h"
 #include "train/train_fixtures.h"
 #include "train/trainer.h"
 
 using namespace detrain;
 using namespace detrain::train;
+using namespace detrain::ckpt;
+using namespace detrain::report;
 using detrain::test::TempDir;
 using detrain::test::tiny_overrides;
 using detrain::test::tiny_synth;

@@ -40,7 +40,7 @@ std::vector<std::string> tiny_overrides(const TempDir& dir, const std::string& d
           "runtime.seed=3"};
 }
 
-TensorListDifference max_difference(const train::NamedTensors& a, const train::NamedTensors& b,
+TensorListDifference max_difference(const ckpt::NamedTensors& a, const ckpt::NamedTensors& b,
                                     bool relative) {
   REQUIRE(a.size() == b.size());
   TensorListDifference out;

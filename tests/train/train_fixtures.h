@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "ckpt/checkpoint.h"
 #include "data/synth.h"
 #include "test_support.h"
-#include "train/checkpoint.h"
 
 namespace detrain::test {
 
@@ -35,7 +35,7 @@ struct TensorListDifference {
 // Largest |a - b| over two named tensor lists that must hold the same names in order (integer
 // tensors must be equal). `relative`: each tensor's difference over max(1, max |a|), for lists
 // that mix scales (BN running variances reach the hundreds).
-TensorListDifference max_difference(const train::NamedTensors& a, const train::NamedTensors& b,
+TensorListDifference max_difference(const ckpt::NamedTensors& a, const ckpt::NamedTensors& b,
                                     bool relative = false);
 
 }  // namespace detrain::test
