@@ -172,15 +172,22 @@ TEST_CASE("fused inference equals unfused within 1e-4 relative", "[unit][model]"
     if (model->arch().end2end) {
       // The same picks, except that two candidates whose scores tie within the tolerance may
       // trade places (the reordered arithmetic decides a near-tie either way): each pick of
-      // the fused model is a pick of the unfused one with a score within 1e-4 relative.
+      // the fused model is a pick of the unfused one with a score within 1e-4 relative. A pick
+      // is an (anchor, class) pair: the top-k runs over anchors x classes, so one anchor can be
+      // picked for several classes.
       const auto scores_before = before.detections.select(2, 4);  // [B, K]
+      const auto classes = after.detections.select(2, 5);
+      const auto classes_before = before.detections.select(2, 5);  // [B, K]
       const auto picks = after.topk_anchor_index, picks_before = before.topk_anchor_index;
       int64_t moved = 0;
       for (int64_t b = 0; b < picks.size(0); ++b)
         for (int64_t r = 0; r < picks.size(1); ++r) {
-          if (picks[b][r].item<int64_t>() == picks_before[b][r].item<int64_t>()) continue;
+          if (picks[b][r].item<int64_t>() == picks_before[b][r].item<int64_t>() &&
+              classes[b][r].item<float>() == classes_before[b][r].item<float>())
+            continue;
           ++moved;
-          const auto same = picks_before[b].eq(picks[b][r]).nonzero();
+          const auto same =
+              (picks_before[b].eq(picks[b][r]) & classes_before[b].eq(classes[b][r])).nonzero();
           REQUIRE(same.size(0) == 1);  // picked by both
           const float a = scores_before[b][same[0][0]].item<float>();
           const float e = scores_before[b][r].item<float>();
