@@ -4,44 +4,39 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
-#include <iostream>
 #include <memory>
 #include <opencv2/imgcodecs.hpp>
 
-#include "command_table.h"
 #include "commands.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "compat/runtime.h"
 #include "data/coco_records.h"
 #include "data/dataset.h"
+#include "data/decode.h"
 #include "data/loader.h"
-#include "data/preview.h"
+#include "data_command.h"
 #include "report/batch_plots.h"
 
 namespace detrain::cli {
 
 namespace {
 
-struct DataArgs {
+struct PreviewArgs {
   ConfigArgs config;
   std::string data;
   std::string split = "train";
   int64_t n = 16;
   int64_t epoch = 0;
   std::string out = "preview.jpg";
-  bool check_images = false;
 };
 
-data::DatasetInfo dataset_of(const DataArgs& args, const config::DataOptions& data) {
-  return data::load_dataset(args.data.empty() ? data.dataset : args.data, data.root);
-}
-
-int run_preview(const DataArgs& args) {
+int run_preview(const PreviewArgs& args) {
   const auto resolved = args.config.resolve();
   const auto& ex = resolved.experiment;
   compat::apply_runtime(ex.runtime);
-  const data::DatasetInfo info = dataset_of(args, ex.data);
+  const data::DatasetInfo info =
+      data::load_dataset(args.data.empty() ? ex.data.dataset : args.data, ex.data.root);
   const bool train = args.split == "train";
   auto records = data::load_records(info, args.split, data::RecordOptions::from(ex.data, train));
   data::LoaderOptions options =
@@ -63,30 +58,17 @@ int run_preview(const DataArgs& args) {
   return 0;
 }
 
-int run_stats(const DataArgs& args) {
-  const auto resolved = args.config.resolve();
-  const auto& ex = resolved.experiment;
-  const data::DatasetInfo info = dataset_of(args, ex.data);
-  std::vector<std::string> splits = args.split == "both" ? std::vector<std::string>{"train", "val"}
-                                                         : std::vector<std::string>{args.split};
-  for (const auto& split : splits) {
-    data::RecordOptions options = data::RecordOptions::from(ex.data, split == "train");
-    options.skip_missing = true;  // stats reports missing files instead of stopping
-    const data::Records records = data::load_records(info, split, options);
-    std::cout << data::format_stats(data::compute_stats(records, info, args.check_images), info,
-                                    split);
-  }
-  return 0;
-}
+// --check-images in detrain-torch: the loader's decoder.
+bool image_decodes(const std::string& path) { return data::load_image(path, 0, false).ok(); }
 
 }  // namespace
 
 Command add_data_command(CLI::App& root) {
-  auto* app = root.add_subcommand("data", command_description("data"));
-  app->require_subcommand(1);
-  auto args = std::make_shared<DataArgs>();
+  auto* app = add_data_app(root);
+  auto args = std::make_shared<PreviewArgs>();
+  auto stats_args = std::make_shared<DataStatsArgs>();
 
-  auto* preview = app->add_subcommand("preview", "write a grid of loader samples with labels");
+  auto* preview = app->add_subcommand("preview", data_kind_description("preview"));
   args->config.add_to(preview);
   preview->add_option("--data,-d", args->data, "data-set descriptor (default data.dataset)");
   preview->add_option("--split", args->split, "train (augmented) or val (letterboxed)")
@@ -97,18 +79,13 @@ Command add_data_command(CLI::App& root) {
       ->check(CLI::Range(0, 1000000));
   preview->add_option("--out,-o", args->out, "output JPEG (default preview.jpg)");
 
-  auto* stats = app->add_subcommand("stats", "counts per class, box sizes, problems found");
-  args->config.add_to(stats);
-  stats->add_option("--data,-d", args->data, "data-set descriptor (default data.dataset)");
-  stats->add_option("--split", args->split, "train, val or both (default train)")
-      ->check(CLI::IsMember({"train", "val", "both"}));
-  stats->add_flag("--check-images", args->check_images, "decode every image to find corrupt ones");
+  auto* stats = add_data_stats(*app, *stats_args);
 
   const Command synth = add_data_synth(*app);
 
-  return {app, [args, preview, stats, synth]() {
+  return {app, [args, stats_args, preview, stats, synth]() {
             if (preview->parsed()) return run_preview(*args);
-            if (stats->parsed()) return run_stats(*args);
+            if (stats->parsed()) return run_data_stats(*stats_args, image_decodes);
             if (synth.app->parsed()) return synth.run();
             return 2;
           }};

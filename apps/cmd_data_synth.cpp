@@ -4,12 +4,12 @@
 
 #include "commands.h"
 #include "data/synth.h"
+#include "data_command.h"
 
 namespace detrain::cli {
 
 Command add_data_synth(CLI::App& data) {
-  auto* app = data.add_subcommand(
-      "synth", "write the synthetic shapes data set (COCO format, detect + pose descriptors)");
+  auto* app = data.add_subcommand("synth", data_kind_description("synth"));
   auto out = std::make_shared<std::string>();
   auto options = std::make_shared<data::SynthOptions>();
   app->add_option("--out,-o", *out, "output directory (created)")->required();

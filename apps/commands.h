@@ -14,6 +14,9 @@ namespace detrain::cli {
 struct Command {
   CLI::App* app = nullptr;
   std::function<int()> run;
+  // Front end only: true when the arguments parsed ask for something only detrain-torch has
+  // (`data preview`, `data stats --check-images`); the front end then hands the command on.
+  std::function<bool()> runs_in_torch;
 };
 
 // `--config FILE` plus trailing overrides, shared by every command that works on an

@@ -13,6 +13,8 @@
 #include <turbojpeg.h>
 #endif
 
+#include "data/image_decoder.h"
+
 namespace detrain::data {
 
 namespace {
@@ -129,6 +131,14 @@ DecodedImage load_image(const std::string& path, int long_side, bool area_downsc
              area_downscale && r < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
   img.bgr = resized;
   return img;
+}
+
+std::optional<std::array<int32_t, 2>> decoded_image_size(const std::string& path) {
+  std::vector<uint8_t> bytes;
+  if (!read_file_bytes(path, bytes)) return std::nullopt;
+  const DecodedImage decoded = decode_image(bytes);
+  if (!decoded.ok()) return std::nullopt;
+  return std::array<int32_t, 2>{decoded.source_width, decoded.source_height};
 }
 
 }  // namespace detrain::data

@@ -1,13 +1,10 @@
-// Split census; see preview.h.
-#include "data/preview.h"
+// Split census; see split_stats.h.
+#include "data/split_stats.h"
 
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
 #include <cmath>
-#include <opencv2/imgproc.hpp>
-
-#include "data/decode.h"
 
 namespace detrain::data {
 
@@ -20,12 +17,14 @@ constexpr const char* kBinNames[kSizeBins] = {"< 8",    "8-16",    "16-32", "32-
 
 }  // namespace
 
-SplitStats compute_stats(const Records& records, const DatasetInfo& info, bool check_images) {
+SplitStats compute_stats(const Records& records, const DatasetInfo& info,
+                         const ImageCheck& decodes) {
   SplitStats s;
   s.records = records.stats;
   s.instances_per_class.assign(size_t(info.nc()), 0);
   s.images_per_class.assign(size_t(info.nc()), 0);
   s.size_histogram.assign(kSizeBins, 0);
+  if (decodes) s.corrupt_images = 0;
   const size_t k3 = size_t(info.kpt_count) * 3;
   for (const auto& r : records.images) {
     std::vector<uint8_t> present(size_t(info.nc()), 0);
@@ -44,7 +43,7 @@ SplitStats compute_stats(const Records& records, const DatasetInfo& info, bool c
       s.keypoint_instances += labelled > 0;
     }
     for (size_t c = 0; c < present.size(); ++c) s.images_per_class[c] += present[c];
-    if (check_images && !load_image(r.file, 0, false).ok()) {
+    if (decodes && !decodes(r.file)) {
       ++s.corrupt_images;
       if (s.corrupt_examples.size() < 5) s.corrupt_examples.push_back(r.file);
     }
@@ -72,7 +71,8 @@ std::string format_stats(const SplitStats& s, const DatasetInfo& info, const std
       "  problems: {} crowd regions (not targets), {} boxes clipped to their image, {} empty "
       "boxes dropped, {} images missing, {} filtered by keep_images",
       r.crowd, r.clipped, r.dropped_empty, r.images_missing, r.images_filtered);
-  out += s.corrupt_images >= 0 ? fmt::format(", {} corrupt images\n", s.corrupt_images) : "\n";
+  out += s.corrupt_images >= 0 ? fmt::format(", {} corrupt images\n", s.corrupt_images)
+                               : ", images not decoded (--check-images decodes them)\n";
   for (const auto& f : s.corrupt_examples) out += "    corrupt: " + f + "\n";
   for (const auto& f : r.missing_examples) out += "    missing: " + f + "\n";
   out += fmt::format("  read in {:.2f} s{}\n", r.read_seconds,

@@ -1,14 +1,14 @@
 // `detrain data stats`: a census of a split (instances per class, box sizes, backgrounds,
-// problems found). The preview picture is drawn by train/batch_plots (the same mosaic as the
-// trainer's train_batch*.jpg).
+// problems found). Plain C++ without LibTorch or OpenCV, so the front end runs it; checking that
+// every image decodes takes a decoder, which the caller passes in.
 #pragma once
 
-#include <opencv2/core.hpp>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "data/coco_records.h"
-#include "data/collate.h"
 #include "data/dataset.h"
 
 namespace detrain::data {
@@ -20,13 +20,17 @@ struct SplitStats {
   std::vector<int64_t> size_histogram;
   int64_t keypoint_instances = 0;  // instances with at least one labelled keypoint
   int64_t labelled_keypoints = 0;
-  int64_t corrupt_images = 0;  // with check_images: files that did not decode
+  int64_t corrupt_images = -1;  // files that did not decode; -1: not checked
   std::vector<std::string> corrupt_examples;
   RecordStats records;
 };
 
-// `check_images` decodes every image (slow on big sets) to find corrupt files.
-SplitStats compute_stats(const Records& records, const DatasetInfo& info, bool check_images);
+// Whether the image file at a path decodes.
+using ImageCheck = std::function<bool(const std::string& path)>;
+
+// With `decodes`, every image is decoded (slow on big sets) to count the corrupt files.
+SplitStats compute_stats(const Records& records, const DatasetInfo& info,
+                         const ImageCheck& decodes = {});
 
 // The text report `detrain data stats` prints.
 std::string format_stats(const SplitStats& stats, const DatasetInfo& info,

@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <exception>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
@@ -22,7 +24,7 @@
 #include "common/errors.h"
 #include "common/hash64.h"
 #include "data/cache_files.h"
-#include "data/decode.h"
+#include "data/image_decoder.h"
 #include "data/image_size.h"
 #include "data/yolo_labels.h"
 
@@ -41,7 +43,8 @@ struct ScannedImage {
   std::string corrupt;  // why the image is dropped, "" when kept
 };
 
-// Runs `body(i)` for i in [0, n) on up to usable_cores() threads.
+// Runs `body(i)` for i in [0, n) on up to usable_cores() threads. The first exception a body
+// throws is rethrown here once every thread has stopped (the others stop taking work).
 template <class Body>
 void parallel_for(size_t n, const Body& body) {
   const size_t threads = std::min<size_t>(static_cast<size_t>(usable_cores()), (n + 63) / 64);
@@ -50,22 +53,26 @@ void parallel_for(size_t n, const Body& body) {
     return;
   }
   std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
   std::vector<std::thread> pool;
   for (size_t t = 0; t < threads; ++t)
     pool.emplace_back([&] {
-      for (size_t i; (i = next.fetch_add(1)) < n;) body(i);
+      try {
+        for (size_t i; (i = next.fetch_add(1)) < n;) body(i);
+      } catch (...) {
+        next = n;
+        const std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+      }
     });
   for (auto& thread : pool) thread.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 std::optional<std::array<int32_t, 2>> image_size_of(const std::string& path) {
   if (auto size = read_image_size(path)) return size;
-  // Formats without a header reader here (WebP, TIFF, ...): decode once.
-  std::vector<uint8_t> bytes;
-  if (!read_file_bytes(path, bytes)) return std::nullopt;
-  const DecodedImage decoded = decode_image(bytes);
-  if (!decoded.ok()) return std::nullopt;
-  return std::array<int32_t, 2>{decoded.source_width, decoded.source_height};
+  return decoded_image_size(path);  // formats without a header reader here: decode once
 }
 
 ScannedImage scan_image(const std::string& image, const std::string& label,

@@ -1,5 +1,5 @@
 // The two executables (docs/architecture.md, "Two executables"): `detrain` runs eval, config,
-// --help and --version without mapping LibTorch or OpenCV, hands every other command to
+// data stats, --help and --version without mapping LibTorch or OpenCV, hands every other command to
 // detrain-torch by exec (same pid, argv, exit code and signals), says so in one line when
 // detrain-torch is missing, and both list the same commands. Also: a stop the user asked for
 // exits 130 with a line that is not an error.
@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <opencv2/imgcodecs.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -74,7 +75,78 @@ bool loads(const std::string& trace, const std::string& library) {
   return trace.find("file=" + library) != std::string::npos;
 }
 
+// The report `data stats -q` prints, without its timing line.
+std::string stats_report(const std::string& output) {
+  std::istringstream in(output);
+  std::string report;
+  for (std::string l; std::getline(in, l);)
+    if (l.find("  read in ") != 0) report += l + "\n";
+  return report;
+}
+
 }  // namespace
+
+TEST_CASE("detrain data stats runs in the front end; what needs a decoder goes to detrain-torch",
+          "[smoke][cli][front][data]") {
+  TempDir dir;
+  fs::create_directories(dir.file("images/train"));
+  fs::create_directories(dir.file("labels/train"));
+  // Noise, so that a JPEG's entropy-coded data is most of the file.
+  const auto image = [&](const std::string& name, int w, int h, const std::string& label) {
+    cv::Mat pixels(h, w, CV_8UC3);
+    cv::randu(pixels, 0, 255);
+    CHECK(cv::imwrite(dir.file("images/train/" + name), pixels));
+    write_text(dir.file("labels/train/" + fs::path(name).stem().string() + ".txt"), label);
+  };
+  image("1.jpg", 64, 48, "0 0.5 0.5 0.25 0.25\n");
+  image("2.png", 80, 40, "1 0.5 0.5 0.5 0.5\n0 0.2 0.2 0.1 0.1\n");
+  write_text(
+      dir.file("d.yaml"),
+      "path: " + dir.path() + "\ntrain: images/train\nval: images/train\nnames: {0: a, 1: b}\n");
+  const std::string args =
+      "-q data stats --data " + dir.file("d.yaml") + " data.cache_records=false";
+
+  // JPEG and PNG sizes come from their headers: no LibTorch, no OpenCV, and the report
+  // detrain-torch prints.
+  const auto front = run_binary(detrain_binary(), args, "LD_DEBUG=files");
+  INFO(front.output);
+  REQUIRE(front.exit_code == 0);
+  CHECK(loads(front.output, "libspdlog"));
+  CHECK_FALSE(loads(front.output, "libtorch"));
+  CHECK_FALSE(loads(front.output, "libopencv"));
+  const auto quiet_front = run_detrain(args), full = run_binary(detrain_torch_binary(), args);
+  REQUIRE(full.exit_code == 0);
+  CHECK_THAT(full.output, Catch::Contains("2 images, 0 backgrounds (no targets), 3 annotations"));
+  CHECK(stats_report(quiet_front.output) == stats_report(full.output));
+
+  // --check-images decodes: detrain-torch runs it and finds the truncated JPEG (its header,
+  // which gives the size, is intact).
+  const std::string jpeg = dir.file("images/train/1.jpg");
+  const auto bytes = fs::file_size(jpeg);
+  fs::resize_file(jpeg, bytes * 3 / 4);
+  const auto checked = run_binary(detrain_binary(), args + " --check-images", "LD_DEBUG=files");
+  INFO(checked.output);
+  CHECK(checked.exit_code == 0);
+  CHECK(loads(checked.output, "libtorch_cpu"));
+  CHECK_THAT(checked.output,
+             Catch::Contains(", 1 corrupt images") && Catch::Contains("corrupt: " + jpeg));
+  CHECK_THAT(run_detrain(args).output, Catch::Contains("images not decoded (--check-images"));
+
+  // An image only a decoder can size (WebP: no header reader) hands the whole command on, before
+  // anything is printed, so the report is detrain-torch's, once.
+  if (!cv::haveImageWriter(".webp")) return;
+  image("1.jpg", 64, 48, "0 0.5 0.5 0.25 0.25\n");
+  image("3.webp", 50, 30, "1 0.5 0.5 0.4 0.4\n");
+  const auto handed = run_binary(detrain_binary(), args + " --split both", "LD_DEBUG=files");
+  INFO(handed.output);
+  CHECK(handed.exit_code == 0);
+  CHECK(loads(handed.output, "libtorch_cpu"));
+  const auto handed_quiet = run_detrain(args + " --split both");
+  const auto full_both = run_binary(detrain_torch_binary(), args + " --split both");
+  CHECK(stats_report(handed_quiet.output) == stats_report(full_both.output));
+  CHECK_THAT(handed_quiet.output,
+             Catch::Contains("3 images, 0 backgrounds (no targets), 4 annotations"));
+}
 
 TEST_CASE("detrain runs eval, config, --help and --version without LibTorch or OpenCV",
           "[smoke][cli][front]") {
