@@ -1,6 +1,7 @@
 // The one thing the LibTorch-free record reading needs from an image decoder: the size of an
-// image whose format image_size.h has no header reader for (WebP, TIFF, ...). Each executable
-// links exactly one definition: detrain_core's (data/decode.cpp, OpenCV), or the front end's
+// image whose size image_size.h cannot read from its header (AVIF, HEIC, JPEG 2000, a WebP or
+// TIFF turned a quarter by EXIF, which the reference decodes too). Each executable links exactly
+// one definition: detrain_core's (data/decode.cpp, OpenCV), or the front end's
 // (apps/front/image_decoder_handoff.cpp), which throws ImageNeedsDecoder so that the front end
 // hands the command to detrain-torch before it has printed anything.
 #pragma once

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "data/image_bytes.h"
 #include "test_support.h"
 
 using namespace detrain::test;
@@ -132,11 +133,20 @@ TEST_CASE("detrain data stats runs in the front end; what needs a decoder goes t
              Catch::Contains(", 1 corrupt images") && Catch::Contains("corrupt: " + jpeg));
   CHECK_THAT(run_detrain(args).output, Catch::Contains("images not decoded (--check-images"));
 
-  // An image only a decoder can size (WebP: no header reader) hands the whole command on, before
-  // anything is printed, so the report is detrain-torch's, once.
-  if (!cv::haveImageWriter(".webp")) return;
+  // An image only a decoder can size hands the whole command on, before anything is printed, so
+  // the report is detrain-torch's, once: a WebP turned a quarter by its EXIF orientation, which
+  // the reference decodes too (data/image_size.h).
+  if (!cv::haveImageWriter(dir.file("x.webp"))) return;
   image("1.jpg", 64, 48, "0 0.5 0.5 0.25 0.25\n");
-  image("3.webp", 50, 30, "1 0.5 0.5 0.4 0.4\n");
+  std::vector<uchar> webp;
+  cv::Mat pixels(30, 50, CV_8UC3);
+  cv::randu(pixels, 0, 255);
+  REQUIRE(cv::imencode(".webp", pixels, webp, {cv::IMWRITE_WEBP_QUALITY, 90}));
+  {
+    std::ofstream out(dir.file("images/train/3.webp"), std::ios::binary);
+    out << webp_with_orientation(std::string(webp.begin(), webp.end()), 50, 30, 6);
+  }
+  write_text(dir.file("labels/train/3.txt"), "1 0.5 0.5 0.4 0.4\n");
   const auto handed = run_binary(detrain_binary(), args + " --split both", "LD_DEBUG=files");
   INFO(handed.output);
   CHECK(handed.exit_code == 0);

@@ -13,6 +13,8 @@
 #include <random>
 
 #include "common/errors.h"
+#include "data/image_bytes.h"
+#include "data/image_decoder.h"
 #include "data/image_size.h"
 #include "data/ultralytics_data_yaml.h"
 #include "data/yolo_labels.h"
@@ -21,6 +23,9 @@
 using namespace detrain;
 using namespace detrain::data;
 using detrain::test::TempDir;
+using detrain::test::tiff_header;
+using detrain::test::tiff_orientation;
+using detrain::test::webp_with_orientation;
 namespace fs = std::filesystem;
 
 namespace {
@@ -51,17 +56,6 @@ std::string bytes_of(const std::vector<uchar>& v) { return std::string(v.begin()
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
-}
-
-// A TIFF block with one IFD0 entry: Orientation (SHORT).
-std::string tiff_orientation(int orientation, bool big_endian) {
-  const char o = static_cast<char>(orientation);
-  if (big_endian) {
-    return std::string("MM\0*\0\0\0\x08\0\x01\x01\x12\0\x03\0\0\0\x01\0", 19) + o +
-           std::string("\0\0\0\0\0\0", 6);
-  }
-  return std::string("II*\0\x08\0\0\0\x01\0\x12\x01\x03\0\x01\0\0\0", 18) + o +
-         std::string("\0\0\0\0\0\0\0", 7);
 }
 
 // A JPEG of w x h with an Exif APP1 segment carrying `orientation` right after SOI.
@@ -311,6 +305,57 @@ TEST_CASE("split image lists from folders, txt lists and files", "[unit][data][y
   CHECK_THROWS_WITH(none(), Catch::StartsWith("d.yaml: val") && Catch::Contains("no images found"));
   CHECK(yolo::has_image_extension("a.JPG"));
   CHECK_FALSE(yolo::has_image_extension("a.jpg.txt"));
+}
+
+TEST_CASE("image sizes from WebP and TIFF headers", "[unit][data][yolo_labels]") {
+  TempDir dir("webp_tiff_size");
+  cv::Mat img(30, 40, CV_8UC3);
+  cv::randu(img, 0, 255);
+  const std::array<int32_t, 2> size{40, 30};
+  // OpenCV writes lossy WebP as VP8 and quality 101 as lossless VP8L; TIFF as little-endian.
+  const std::vector<std::pair<std::string, std::vector<int>>> files = {
+      {"lossy.webp", {cv::IMWRITE_WEBP_QUALITY, 90}},
+      {"lossless.webp", {cv::IMWRITE_WEBP_QUALITY, 101}},
+      {"a.tif", {}}};
+  for (const auto& [name, params] : files) {
+    if (!cv::haveImageWriter(dir.file(name))) continue;
+    INFO(name);
+    REQUIRE(cv::imwrite(dir.file(name), img, params));
+    CHECK(read_image_size(dir.file(name)) == size);
+    CHECK(data::decoded_image_size(dir.file(name)) == size);  // the decoder agrees
+  }
+  std::ifstream in(dir.file("lossy.webp"), std::ios::binary);
+  const std::string lossy((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(lossy.compare(12, 4, "VP8 ") == 0);
+
+  // Extended WebP and TIFF: upright or a half turn keep the header's size; a quarter turn has
+  // none (ultralytics 8.4.190 exif_size decodes such WebP and TIFF files with cv2.imread).
+  write_bytes(dir.file("o1.webp"), webp_with_orientation(lossy, 40, 30, 1));
+  write_bytes(dir.file("o3.webp"), webp_with_orientation(lossy, 40, 30, 3));
+  write_bytes(dir.file("o6.webp"), webp_with_orientation(lossy, 40, 30, 6));
+  CHECK(read_image_size(dir.file("o1.webp")) == size);
+  CHECK(read_image_size(dir.file("o3.webp")) == size);
+  CHECK_FALSE(read_image_size(dir.file("o6.webp")).has_value());
+  write_bytes(dir.file("o1.tif"), tiff_header(40, 30, 1));
+  write_bytes(dir.file("o8.tif"), tiff_header(40, 30, 8));
+  CHECK(read_image_size(dir.file("o1.tif")) == size);
+  CHECK_FALSE(read_image_size(dir.file("o8.tif")).has_value());
+
+  // Truncated headers have no size, and damage never crashes.
+  write_bytes(dir.file("cut.webp"), lossy.substr(0, 20));
+  CHECK_FALSE(read_image_size(dir.file("cut.webp")).has_value());
+  write_bytes(dir.file("cut.tif"), tiff_header(40, 30, 1).substr(0, 20));
+  CHECK_FALSE(read_image_size(dir.file("cut.tif")).has_value());
+  std::mt19937 rng(11);
+  for (const std::string& good :
+       {webp_with_orientation(lossy, 40, 30, 1), tiff_header(40, 30, 1)}) {
+    for (int i = 0; i < 200; ++i) {
+      std::string bytes = good.substr(0, 5 + rng() % (good.size() - 5));
+      for (int k = 0; k < 3; ++k) bytes[4 + rng() % (bytes.size() - 4)] = static_cast<char>(rng());
+      write_bytes(dir.file("fuzz.bin"), bytes);
+      CHECK_NOTHROW(read_image_size(dir.file("fuzz.bin")));
+    }
+  }
 }
 
 TEST_CASE("image sizes from JPEG, PNG and BMP headers", "[unit][data][yolo_labels]") {
