@@ -27,15 +27,20 @@ bool in_table(const std::string& name) {
 // A command of the other executable: listed in --help, its arguments kept unparsed (the other
 // executable parses them, --help included) in `arguments`, whose positional also takes a "--".
 Command add_stub(CLI::App& root, const CommandEntry& entry, std::vector<std::string>& arguments) {
-  CLI::App* stub = root.add_subcommand(entry.name, entry.description);
+  return {add_passthrough(root, entry.name, entry.description, arguments), nullptr};
+}
+
+}  // namespace
+
+CLI::App* add_passthrough(CLI::App& parent, const std::string& name, const std::string& description,
+                          std::vector<std::string>& arguments) {
+  CLI::App* stub = parent.add_subcommand(name, description);
   stub->prefix_command();
   stub->set_help_flag();
   stub->fallthrough(false);  // `train --help` stays the stub's, not the root's
   stub->add_option("arguments", arguments);
-  return {stub, nullptr};
+  return stub;
 }
-
-}  // namespace
 
 Shell::Shell(std::function<std::string()> version)
     : app_{"detrain: train and evaluate YOLO detectors and pose models", "detrain"} {

@@ -23,6 +23,11 @@ struct Registrar {
   Command (*add)(CLI::App& root);
 };
 
+// A subcommand that takes every argument after it unparsed (its --help included) into
+// `arguments`, which must outlive `parent`: how the front end registers what detrain-torch parses.
+CLI::App* add_passthrough(CLI::App& parent, const std::string& name, const std::string& description,
+                          std::vector<std::string>& arguments);
+
 class Shell {
  public:
   // `version` renders what --version prints.

@@ -200,6 +200,9 @@ TEST_CASE("both executables list the same commands and report the same build",
   for (const char* command :
        {"config", "model", "bench", "eval", "train", "val", "predict", "export", "data"})
     CHECK_THAT(front.output, Catch::Contains(std::string("\n  ") + command + " "));
+  // `data` is the front end's own (stats runs there) and reads the same in both.
+  for (const char* args : {"data --help", "data stats --help"})
+    CHECK(run_detrain(args).output == run_binary(detrain_torch_binary(), args).output);
 
   const auto v_front = run_detrain("--version");
   const auto v_full = run_binary(detrain_torch_binary(), "--version");
