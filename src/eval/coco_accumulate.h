@@ -28,6 +28,22 @@ struct AccumulateInput {
   int num_areas = 0;                                       // A
 };
 
+// One (area range, maxDets) walk of the sorted detections: counts so far and, for each
+// threshold, the FP count and score at each TP event.
+struct AccumulateWalk {
+  bool active = false;               // the area range has non-ignored GTs and this maxDets is new
+  int64_t npig = 0;                  // non-ignored GTs of the area range
+  int64_t detections = 0;            // nd: kept detections, ignored ones included
+  int64_t kept = 0;                  // kept detections so far
+  int64_t ignored_every = 0;         // kept detections so far ignored at every threshold (W == 1)
+  double first_score = 0;            // score of the first kept detection
+  size_t stride = 0;                 // row length of fp_at_tp / score_at_tp
+  std::vector<int64_t> tp, ignored;  // [T] counts so far
+  std::vector<int64_t> ignored_all;  // [W] detections ignored at every threshold of a word
+  std::vector<int64_t> fp_at_tp;     // [T, stride]
+  std::vector<double> score_at_tp;   // [T, stride]
+};
+
 struct AccumulateScratch {
   struct Entry {
     double score;
@@ -36,22 +52,24 @@ struct AccumulateScratch {
   };
   std::vector<Entry> entries;
   std::vector<Entry> radix_buffer;
-  std::vector<OutcomeWord> sorted_bits;     // [A, n, 2W] outcome bits of `entries`, in their order
-  std::vector<double> sorted_score;         // [n]
-  std::vector<std::vector<uint32_t>> kept;  // [M] sorted positions under each maxDets
-  std::vector<int64_t> recall_count;        // [R] TPs needed to reach each recall threshold
-  std::vector<int64_t> tp, ignored;         // [T] counts so far in a walk
-  std::vector<int64_t> ignored_all;         // [W] detections ignored at every threshold of a word
-  std::vector<OutcomeWord> word_mask;       // [W] bits of the thresholds in each word
-  std::vector<int64_t> fp_at_tp;            // [T, npig + 1]
-  std::vector<double> score_at_tp;          // [T, npig + 1]
-  std::vector<double> precision_max;        // [npig + 2]
+  std::vector<uint32_t> radix_counts;
+  std::vector<AccumulateWalk> walks;  // [A, M]
+  std::vector<int64_t> kept_count;    // [M] detections each maxDets keeps
+  struct LiveWalk {
+    AccumulateWalk* walk;
+    size_t offset;    // of the walk's area range in a detection's outcome bits
+    int64_t max_det;  // the walk keeps detections of rank below this
+  };
+  std::vector<LiveWalk> live;          // the active walks
+  std::vector<int64_t> recall_count;   // [R] TPs needed to reach each recall threshold
+  std::vector<OutcomeWord> word_mask;  // [W] bits of the thresholds in each word
+  std::vector<double> precision_max;   // [npig + 2]
   std::vector<double> precision_block, scores_block, recall_block;  // one category's output
 };
 
 // Writes one category's precision and scores as [A, M, T, R] and recall as [A, M, T] (the
-// caller scatters them into pycocotools' [T, R, K, A, M]). Entries of an (a, m) without GT stay
-// as they are (the caller fills -1).
+// caller scatters them into pycocotools' [T, R, K, A, M]); every entry is written, -1 for an
+// area range without non-ignored GTs.
 void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells, size_t num_cells,
                          double* precision, double* recall, double* scores,
                          AccumulateScratch& scratch);

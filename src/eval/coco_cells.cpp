@@ -218,7 +218,6 @@ GtIndex build_gt_index(const CocoGroundTruth& gt, const CocoParams& params) {
 void release_detection_fields(CellTable& table) {
   FillBuffer<int32_t>().swap(table.dt_index);
   FillBuffer<double>().swap(table.dt_score);
-  FillBuffer<BoxXywh>().swap(table.dt_box);
   FillBuffer<double>().swap(table.dt_area);
 }
 
@@ -292,18 +291,19 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
   const bool pooled = !params.use_cats;
   const size_t num_categories = index.category_ids.size();
   const size_t m = in_cells;
-  // Detection fields in cell order, so the cell phase reads contiguous memory.
+  // Detection fields in cell order, so the cell phase reads contiguous memory; the box only by
+  // index: every placed field is a scattered write into fresh pages, and only the detections of
+  // cells holding a GT (a third here) need their box, which the cell phase reads from the
+  // results through dt_index.
   CellTable table;
   resize_large(table.dt_index, m);
   resize_large(table.dt_score, m);
-  resize_large(table.dt_box, m);
   resize_large(table.dt_area, m);
   FillBuffer<uint64_t> dt_cell_key;  // (cell category, image) per detection, for the merge
   resize_large(dt_cell_key, m);
   const auto put = [&](size_t i, size_t j) {
     table.dt_index[j] = static_cast<int32_t>(i);
     table.dt_score[j] = dets.score[i];
-    table.dt_box[j] = dets.bbox[i];
     table.dt_area[j] = dets.area[i];
     dt_cell_key[j] = (static_cast<uint64_t>(pooled ? 0 : det_category[i]) << 32) |
                      static_cast<uint32_t>(det_image[i]);
@@ -340,7 +340,6 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
       for (size_t j = begin; j < end; ++j) {
         if (j + kPrefetchAhead < end) {
           const auto ahead = static_cast<size_t>(order[j + kPrefetchAhead]);
-          __builtin_prefetch(&dets.bbox[ahead]);
           __builtin_prefetch(&dets.score[ahead]);
           __builtin_prefetch(&det_image[ahead]);
         }

@@ -83,7 +83,6 @@ struct CellTable {
   // Detections in cell order (file order inside a cell), fields gathered for locality.
   FillBuffer<int32_t> dt_index;  // index into CocoDetections
   FillBuffer<double> dt_score;
-  FillBuffer<BoxXywh> dt_box;
   FillBuffer<double> dt_area;
   int64_t num_slots = 0;
 };

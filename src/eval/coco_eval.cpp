@@ -135,6 +135,17 @@ CellOutcomes match_cells(const CocoParams& p, const GtIndex& index, const CocoGr
     CellScratch& s = scratch[static_cast<size_t>(worker)];
     for (size_t c = begin; c < end; ++c) {
       const Cell& cell = table.cells[c];
+      // The boxes are read from the results in random order: ask for a later cell's early.
+      constexpr size_t kPrefetchCells = 4;
+      constexpr int64_t kPrefetchBoxes = 8;
+      if (!keypoints && c + kPrefetchCells < end) {
+        const Cell& ahead = table.cells[c + kPrefetchCells];
+        if (ahead.gt_end > ahead.gt_begin)
+          for (int64_t j = ahead.dt_begin;
+               j < std::min(ahead.dt_end, ahead.dt_begin + kPrefetchBoxes); ++j)
+            __builtin_prefetch(
+                &dets.bbox[static_cast<size_t>(table.dt_index[static_cast<size_t>(j)])]);
+      }
       // Detections by score, file order breaking ties (numpy's stable argsort), cut to
       // maxDets[-1]. Positions inside the cell are in file order.
       const int64_t n = cell.dt_end - cell.dt_begin;
@@ -146,16 +157,25 @@ CellOutcomes match_cells(const CocoParams& p, const GtIndex& index, const CocoGr
           return score[a] != score[b] ? score[a] > score[b] : a < b;
         });
       const int num_dt = cell.num_slots;
-      s.dt_box.resize(static_cast<size_t>(num_dt));
+      CellGts gts;
+      gts.count = cell.gt_end - cell.gt_begin;
+      OutcomeWord* outcome =
+          out.outcome.data() + outcome_offset(static_cast<size_t>(cell.slot_begin), 0, A, words);
       s.dt_area.resize(static_cast<size_t>(num_dt));
       for (int d = 0; d < num_dt; ++d) {
         const size_t j = static_cast<size_t>(cell.dt_begin + s.order[static_cast<size_t>(d)]);
         out.slot_score[static_cast<size_t>(cell.slot_begin) + d] = table.dt_score[j];
-        s.dt_box[d] = table.dt_box[j];
         s.dt_area[d] = table.dt_area[j];
       }
-      CellGts gts;
-      gts.count = cell.gt_end - cell.gt_begin;
+      if (gts.count == 0) {  // most cells: no matrix, no matcher
+        match_cell_without_gts({num_dt, nullptr, s.dt_area.data()}, setup, outcome,
+                               out.npig.data() + c * A);
+        continue;
+      }
+      s.dt_box.resize(keypoints ? 0 : static_cast<size_t>(num_dt));  // OKS reads no det box
+      for (size_t d = 0; d < s.dt_box.size(); ++d)
+        s.dt_box[d] = dets.bbox[static_cast<size_t>(
+            table.dt_index[static_cast<size_t>(cell.dt_begin + s.order[d])])];
       gts.box = index.box.data() + cell.gt_begin;
       gts.area = index.area.data() + cell.gt_begin;
       gts.crowd = index.crowd.data() + cell.gt_begin;
@@ -183,10 +203,7 @@ CellOutcomes match_cells(const CocoParams& p, const GtIndex& index, const CocoGr
           box_ious(cell_dets, gts, s.ious.data());
         }
       }
-      match_cell(
-          gts, cell_dets, s.ious.data(), setup,
-          out.outcome.data() + outcome_offset(static_cast<size_t>(cell.slot_begin), 0, A, words),
-          out.npig.data() + c * A, s.match);
+      match_cell(gts, cell_dets, s.ious.data(), setup, outcome, out.npig.data() + c * A, s.match);
     }
   });
   return out;
@@ -215,7 +232,9 @@ void accumulate_categories(const CocoParams& p, const CellTable& table,
     for (int32_t c = table.category_begin[k]; c < table.category_begin[k + 1]; ++c)
       result.gt_per_category[k] += cells_out.npig[static_cast<size_t>(c) * A];
   std::vector<AccumulateScratch> scratch(static_cast<size_t>(threads));
-  parallel_chunks(K, 1, threads, [&](int worker, size_t begin, size_t end) {
+  // Four categories per claim: neighbouring categories write the same cache lines of the output
+  // arrays, so two threads should rarely work on neighbours at once.
+  parallel_chunks(K, 4, threads, [&](int worker, size_t begin, size_t end) {
     AccumulateScratch& s = scratch[static_cast<size_t>(worker)];
     std::vector<AccumulateCell> cells;
     for (size_t k = begin; k < end; ++k) {
@@ -225,9 +244,9 @@ void accumulate_categories(const CocoParams& p, const CellTable& table,
         cells.push_back(
             {cell.slot_begin, cell.num_slots, cells_out.npig.data() + static_cast<size_t>(c) * A});
       }
-      s.precision_block.assign(block, -1.0);
-      s.scores_block.assign(block, -1.0);
-      s.recall_block.assign(A * M * T, -1.0);
+      s.precision_block.resize(block);  // every entry is written
+      s.scores_block.resize(block);
+      s.recall_block.resize(A * M * T);
       accumulate_category(input, cells.data(), cells.size(), s.precision_block.data(),
                           s.recall_block.data(), s.scores_block.data(), s);
       for (size_t t = 0; t < T; ++t) {

@@ -143,6 +143,46 @@ MatchSetup make_match_setup(const std::vector<double>& iou_thresholds,
   return setup;
 }
 
+namespace {
+
+// Area range a's outcome of detections that match nothing: a false positive at every threshold,
+// or ignored at every one when the detection's own area is out of the range.
+void write_unmatched(const CellDets& dets, size_t a, const MatchSetup& setup,
+                     OutcomeWord* outcome) {
+  const size_t num_a = setup.areas.size();
+  const int words = setup.words;
+  const double lo = setup.areas[a].lo, hi = setup.areas[a].hi;
+  const size_t stride = outcome_offset(1, 0, num_a, words);
+  OutcomeWord* bits = outcome + outcome_offset(0, a, num_a, words);
+  if (words == 1) {  // COCO's 10 thresholds; locals, since the stores may alias setup's words
+    const OutcomeWord all = setup.all_bits[0];
+    for (int d = 0; d < dets.count; ++d, bits += stride) {
+      // Without branches: whether an area is in a range is a coin toss for the predictor.
+      const int out_of_range = (dets.area[d] < lo) | (dets.area[d] > hi);
+      bits[0] = 0;
+      bits[1] = static_cast<OutcomeWord>(all & -out_of_range);
+    }
+    return;
+  }
+  for (int d = 0; d < dets.count; ++d, bits += stride) {
+    const bool out_of_range = dets.area[d] < lo || dets.area[d] > hi;
+    for (int w = 0; w < words; ++w) {
+      bits[w] = 0;
+      bits[words + w] = out_of_range ? setup.all_bits[static_cast<size_t>(w)] : 0;
+    }
+  }
+}
+
+}  // namespace
+
+void match_cell_without_gts(const CellDets& dets, const MatchSetup& setup, OutcomeWord* outcome,
+                            int32_t* npig) {
+  for (size_t a = 0; a < setup.areas.size(); ++a) {
+    write_unmatched(dets, a, setup, outcome);
+    npig[a] = 0;
+  }
+}
+
 void match_cell(const CellGts& gts, const CellDets& dets, const double* ious,
                 const MatchSetup& setup, OutcomeWord* outcome, int32_t* npig, MatchScratch& s) {
   const int num_gt = gts.count;
@@ -172,14 +212,7 @@ void match_cell(const CellGts& gts, const CellDets& dets, const double* ious,
   for (size_t a = 0; a < num_a; ++a) {
     const double lo = setup.areas[a].lo, hi = setup.areas[a].hi;
     // Unmatched outcome for every detection and threshold; matches below overwrite it.
-    for (int d = 0; d < num_dt; ++d) {
-      OutcomeWord* bits = outcome + outcome_offset(static_cast<size_t>(d), a, num_a, words);
-      const bool out_of_range = dets.area[d] < lo || dets.area[d] > hi;
-      for (int w = 0; w < words; ++w) {
-        bits[w] = 0;
-        bits[words + w] = out_of_range ? setup.all_bits[static_cast<size_t>(w)] : 0;
-      }
-    }
+    write_unmatched(dets, a, setup, outcome);
     // GTs: ignored ones last, file order inside each group (a stable sort on _ignore).
     int count = 0;
     for (int g = 0; g < num_gt; ++g) {

@@ -88,4 +88,10 @@ void match_cell(const CellGts& gts, const CellDets& dets, const double* ious,
                 const MatchSetup& setup, OutcomeWord* outcome, int32_t* npig,
                 MatchScratch& scratch);
 
+// match_cell for a cell without ground truth (most cells of a results file: every detection is
+// a false positive, or ignored outside an area range), without the matrix or the matcher's
+// scratch; the same outcome bits. `dets.box` is not read.
+void match_cell_without_gts(const CellDets& dets, const MatchSetup& setup, OutcomeWord* outcome,
+                            int32_t* npig);
+
 }  // namespace detrain::eval
