@@ -17,10 +17,10 @@
 #include <utility>
 #include <vector>
 
+#include "coco/json_cursor.h"
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "common/hash64.h"
-#include "coco/json_cursor.h"
 
 namespace detrain::coco {
 
