@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <stdexcept>
 
 namespace detrain::eval {
@@ -25,64 +24,6 @@ int64_t tp_needed(double r, int64_t npig) {
   while (c > 0 && static_cast<double>(c - 1) / n >= r) --c;
   while (c <= npig && !(static_cast<double>(c) / n >= r)) ++c;
   return c;
-}
-
-// Orders doubles as unsigned integers, largest double first (-0 and +0 tie, as in numpy).
-inline uint64_t descending_key(double score) {
-  const double positive_zero = score + 0.0;  // -0 -> +0, every other value unchanged
-  uint64_t bits;
-  std::memcpy(&bits, &positive_zero, sizeof bits);
-  // Ascending as unsigned, without branches: negatives all bits flipped, others the sign bit.
-  const uint64_t flip =
-      static_cast<uint64_t>(static_cast<int64_t>(bits) >> 63) | (uint64_t{1} << 63);
-  return ~(bits ^ flip);
-}
-
-// Stable sort by score, descending. Small inputs use a comparison sort on (score, position); large
-// ones an LSD radix sort over the key in 11-bit digits (6 passes at most, where bytes take 8),
-// skipping digits that are equal for every entry (scores in [0, 1] share their top bits).
-void sort_by_score_stable(std::vector<AccumulateScratch::Entry>& entries,
-                          std::vector<AccumulateScratch::Entry>& buffer,
-                          std::vector<uint32_t>& counts) {
-  const size_t n = entries.size();
-  if (n < 256) {
-    std::sort(entries.begin(), entries.end(),
-              [](const AccumulateScratch::Entry& a, const AccumulateScratch::Entry& b) {
-                if (a.score != b.score) return a.score > b.score;
-                return a.slot < b.slot;
-              });
-    return;
-  }
-  constexpr int kDigitBits = 11, kDigits = (64 + kDigitBits - 1) / kDigitBits;
-  constexpr uint64_t kDigitMask = (uint64_t{1} << kDigitBits) - 1;
-  buffer.resize(n);
-  counts.assign(size_t{kDigits} << kDigitBits, 0);  // [digit, value]
-  for (const auto& e : entries) {
-    const uint64_t key = descending_key(e.score);
-    for (int d = 0; d < kDigits; ++d)
-      ++counts[(static_cast<size_t>(d) << kDigitBits) + ((key >> (kDigitBits * d)) & kDigitMask)];
-  }
-  AccumulateScratch::Entry* from = entries.data();
-  AccumulateScratch::Entry* to = buffer.data();
-  for (int d = 0; d < kDigits; ++d) {
-    uint32_t* count = counts.data() + (static_cast<size_t>(d) << kDigitBits);
-    bool trivial = false;
-    for (size_t v = 0; v <= kDigitMask; ++v)
-      if (count[v] == n) trivial = true;
-    if (trivial) continue;
-    uint32_t offset = 0;
-    for (size_t v = 0; v <= kDigitMask; ++v) {
-      const uint32_t c = count[v];
-      count[v] = offset;
-      offset += c;
-    }
-    for (size_t i = 0; i < n; ++i) {
-      const uint64_t key = descending_key(from[i].score);
-      to[count[(key >> (kDigitBits * d)) & kDigitMask]++] = from[i];
-    }
-    std::swap(from, to);
-  }
-  if (from != entries.data()) std::copy(from, from + n, entries.data());
 }
 
 // A walk over the sorted detections gives, for each threshold, the FP count and score at each
@@ -223,13 +164,13 @@ void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells,
       s.kept_count[m] += std::min<int64_t>(cells[c].num_slots, max_dets[m]);
   }
   s.entries.resize(num_entries);
-  AccumulateScratch::Entry* entry = s.entries.data();
+  ScoredSlot* entry = s.entries.data();
   for (size_t c = 0; c < num_cells; ++c)
     for (int32_t r = 0; r < cells[c].num_slots; ++r) {
       const int64_t slot = cells[c].slot_begin + r;
       *entry++ = {in.slot_score[slot], static_cast<uint32_t>(slot), static_cast<uint32_t>(r)};
     }
-  sort_by_score_stable(s.entries, s.radix_buffer, s.radix_counts);
+  sort_by_score_stable(s.entries, s.sort);
 
   s.word_mask.assign(static_cast<size_t>(words), 0);
   for (size_t t = 0; t < T; ++t)
@@ -268,7 +209,7 @@ void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells,
     if (i + kPrefetchAhead < n)
       __builtin_prefetch(in.outcome +
                          outcome_offset(s.entries[i + kPrefetchAhead].slot, 0, A, words));
-    const AccumulateScratch::Entry& e = s.entries[i];
+    const ScoredSlot& e = s.entries[i];
     const OutcomeWord* bits = in.outcome + outcome_offset(e.slot, 0, A, words);
     for (AccumulateScratch::LiveWalk& live : s.live)
       if (static_cast<int64_t>(e.rank) < live.max_det)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "eval/coco_match.h"
+#include "eval/coco_score_sort.h"
 #include "eval/coco_types.h"
 
 namespace detrain::eval {
@@ -45,14 +46,8 @@ struct AccumulateWalk {
 };
 
 struct AccumulateScratch {
-  struct Entry {
-    double score;
-    uint32_t slot;  // slots run in (image, rank) order within a category
-    uint32_t rank;
-  };
-  std::vector<Entry> entries;
-  std::vector<Entry> radix_buffer;
-  std::vector<uint32_t> radix_counts;
+  std::vector<ScoredSlot> entries;
+  ScoreSortScratch sort;
   std::vector<AccumulateWalk> walks;  // [A, M]
   std::vector<int64_t> kept_count;    // [M] detections each maxDets keeps
   struct LiveWalk {
