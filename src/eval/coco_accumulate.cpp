@@ -33,22 +33,19 @@ int64_t tp_needed(double r, int64_t npig) {
 // maxDets) walk at once: each detection's outcome bits are read once, where a pass per walk
 // would read them A x M times.
 
-void start_walk(AccumulateWalk& w, size_t T, int words, int64_t npig, int64_t count) {
+void start_walk(AccumulateWalk& w, size_t T, int64_t npig, int64_t count, double first_score) {
   w.npig = npig;
   w.detections = count;
-  w.ignored_every = 0;
-  w.kept = 0;
-  w.first_score = 0;
+  w.first_score = first_score;
   w.stride = static_cast<size_t>(std::min(npig, count)) + 1;
   w.fp_at_tp.resize(T * w.stride);
   w.score_at_tp.resize(T * w.stride);
   w.tp.assign(T, 0);
   w.ignored.assign(T, 0);
-  w.ignored_all.assign(static_cast<size_t>(words), 0);
 }
 
 // TP events of kept detection k (score `score`) at the thresholds in tp_bits (word w).
-inline void record_tps(AccumulateWalk& walk, size_t k, int w, OutcomeWord tp_bits,
+inline void record_tps(AccumulateWalk& walk, int64_t k, int w, OutcomeWord tp_bits,
                        int64_t all_before, double score) {
   const size_t t0 = static_cast<size_t>(w) * kOutcomeWordBits;
   const auto max_tp = static_cast<int64_t>(walk.stride - 1);
@@ -57,7 +54,7 @@ inline void record_tps(AccumulateWalk& walk, size_t k, int w, OutcomeWord tp_bit
     const int64_t tp = ++walk.tp[t];
     if (tp > max_tp) throw std::logic_error("coco accumulate: more true positives than GTs");
     const size_t at = t * walk.stride + static_cast<size_t>(tp);
-    walk.fp_at_tp[at] = static_cast<int64_t>(k) - (tp - 1) - all_before - walk.ignored[t];
+    walk.fp_at_tp[at] = k - (tp - 1) - all_before - walk.ignored[t];
     walk.score_at_tp[at] = score;
   }
 }
@@ -68,31 +65,11 @@ inline void record_ignored(AccumulateWalk& walk, int w, OutcomeWord ignored_bits
     ++walk.ignored[t0 + static_cast<size_t>(__builtin_ctz(ignored_bits))];
 }
 
-// Kept detection k of a walk, with its outcome bits of the walk's area range. Nearly every
-// detection is a false positive at every threshold or ignored at every one (outside an area
-// range): one well-predicted branch skips both, the count is added without a branch. Ignored at
-// every threshold implies no true positive.
-inline void step(AccumulateWalk& walk, const OutcomeWord* bits, int words, const OutcomeWord* mask,
-                 double score) {
-  const auto k = static_cast<size_t>(walk.kept++);
-  if (k == 0) walk.first_score = score;
-  if (words == 1) {  // up to 16 thresholds (COCO's 10)
-    const OutcomeWord tp_bits = bits[0], ignored_bits = bits[1];
-    const bool every = ignored_bits == mask[0];
-    walk.ignored_every += every;
-    if (((tp_bits | ignored_bits) == 0) | every) return;
-    record_tps(walk, k, 0, tp_bits, walk.ignored_every, score);
-    record_ignored(walk, 0, ignored_bits);
-    return;
-  }
-  for (int w = 0; w < words; ++w) {
-    const OutcomeWord tp_bits = bits[w], ignored_bits = bits[words + w];
-    const bool every = ignored_bits == mask[w];
-    walk.ignored_all[static_cast<size_t>(w)] += every;
-    if (((tp_bits | ignored_bits) == 0) | every) continue;
-    record_tps(walk, k, w, tp_bits, walk.ignored_all[static_cast<size_t>(w)], score);
-    record_ignored(walk, w, ignored_bits);
-  }
+// Sum of counts[0 .. m].
+inline int64_t up_to(const int64_t* counts, size_t m) {
+  int64_t sum = 0;
+  for (size_t c = 0; c <= m; ++c) sum += counts[c];
+  return sum;
 }
 
 // recall [T], precision and scores [T, R] of one finished walk.
@@ -152,7 +129,6 @@ void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells,
     return;
   }
   const int words = outcome_words(T);
-  const size_t pair = 2 * static_cast<size_t>(words);
 
   // One sort for every area range and maxDets, by score and then slot (= image, then rank in
   // the cell): numpy's stable order after concatenating the cells by image.
@@ -189,21 +165,27 @@ void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells,
       AccumulateWalk& walk = s.walks[a * M + m];
       walk.npig = npig;
       walk.active = npig > 0 && (m == 0 || s.kept_count[m] != s.kept_count[m - 1]);
-      if (walk.active) start_walk(walk, T, words, npig, s.kept_count[m]);
+      // The category's first detection (highest score, lowest slot among equals) is first in
+      // its cell, so every maxDets keeps it.
+      if (walk.active)
+        start_walk(walk, T, npig, s.kept_count[m],
+                   s.entries.empty() ? 0.0 : s.entries.front().score);
       any_active |= walk.active;
     }
   }
   if (!any_active) return;
 
-  // The pass: a detection of rank r in its cell is kept by every maxDets above r. The active
-  // walks in a flat list, each with its own counters: the loop touches only those.
-  s.live.clear();
-  for (size_t m = 0; m < M; ++m)
-    for (size_t a = 0; a < A; ++a)
-      if (s.walks[a * M + m].active)
-        s.live.push_back({&s.walks[a * M + m], a * pair, static_cast<int64_t>(max_dets[m])});
+  // The pass. A detection of rank r in its cell is kept by every maxDets above r. Nearly every
+  // detection is, for every area range, a false positive at every threshold or ignored at every
+  // one (outside the range): it only adds to its class's counters, without a branch. The others
+  // (a TP or a partly ignored detection somewhere) are recorded in each walk that keeps them.
   const size_t n = s.entries.size();
   const OutcomeWord* mask = s.word_mask.data();
+  const size_t W = static_cast<size_t>(words);
+  s.class_count.assign(M, 0);
+  s.every_count.assign(A * W * M, 0);
+  int64_t* class_count = s.class_count.data();
+  int64_t* every_count = s.every_count.data();
   constexpr size_t kPrefetchAhead = 16;  // the reads are random: keep several misses in flight
   for (size_t i = 0; i < n; ++i) {
     if (i + kPrefetchAhead < n)
@@ -211,9 +193,33 @@ void accumulate_category(const AccumulateInput& in, const AccumulateCell* cells,
                          outcome_offset(s.entries[i + kPrefetchAhead].slot, 0, A, words));
     const ScoredSlot& e = s.entries[i];
     const OutcomeWord* bits = in.outcome + outcome_offset(e.slot, 0, A, words);
-    for (AccumulateScratch::LiveWalk& live : s.live)
-      if (static_cast<int64_t>(e.rank) < live.max_det)
-        step(*live.walk, bits + live.offset, words, mask, e.score);
+    size_t first_m = 0;
+    for (size_t m = 0; m < M; ++m) first_m += static_cast<int64_t>(e.rank) >= max_dets[m];
+    if (first_m == M) continue;  // cut by every maxDets (the cell phase keeps none of these)
+    bool event = false;
+    for (size_t a = 0; a < A; ++a)
+      for (size_t w = 0; w < W; ++w) {
+        const OutcomeWord tp_bits = bits[a * 2 * W + w], ignored_bits = bits[a * 2 * W + W + w];
+        const bool every = ignored_bits == mask[w];  // implies no TP
+        every_count[(a * W + w) * M + first_m] += every;
+        event |= ((tp_bits | ignored_bits) != 0) & !every;
+      }
+    if (event) {
+      for (size_t a = 0; a < A; ++a)
+        for (size_t m = first_m; m < M; ++m) {
+          AccumulateWalk& walk = s.walks[a * M + m];
+          if (!walk.active) continue;
+          const int64_t k = up_to(class_count, m);  // the walk's kept detections before this
+          for (size_t w = 0; w < W; ++w) {
+            const OutcomeWord tp_bits = bits[a * 2 * W + w], ignored_bits = bits[a * 2 * W + W + w];
+            if ((tp_bits | ignored_bits) == 0 || ignored_bits == mask[w]) continue;
+            record_tps(walk, k, static_cast<int>(w), tp_bits,
+                       up_to(every_count + (a * W + w) * M, m), e.score);
+            record_ignored(walk, static_cast<int>(w), ignored_bits);
+          }
+        }
+    }
+    ++class_count[first_m];
   }
 
   s.recall_count.resize(R);

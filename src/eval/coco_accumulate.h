@@ -29,18 +29,15 @@ struct AccumulateInput {
   int num_areas = 0;                                       // A
 };
 
-// One (area range, maxDets) walk of the sorted detections: counts so far and, for each
-// threshold, the FP count and score at each TP event.
+// One (area range, maxDets) walk of the sorted detections: for each threshold, the TP and
+// partly-ignored counts so far and the FP count and score at each TP event.
 struct AccumulateWalk {
   bool active = false;               // the area range has non-ignored GTs and this maxDets is new
   int64_t npig = 0;                  // non-ignored GTs of the area range
   int64_t detections = 0;            // nd: kept detections, ignored ones included
-  int64_t kept = 0;                  // kept detections so far
-  int64_t ignored_every = 0;         // kept detections so far ignored at every threshold (W == 1)
   double first_score = 0;            // score of the first kept detection
   size_t stride = 0;                 // row length of fp_at_tp / score_at_tp
   std::vector<int64_t> tp, ignored;  // [T] counts so far
-  std::vector<int64_t> ignored_all;  // [W] detections ignored at every threshold of a word
   std::vector<int64_t> fp_at_tp;     // [T, stride]
   std::vector<double> score_at_tp;   // [T, stride]
 };
@@ -50,12 +47,10 @@ struct AccumulateScratch {
   ScoreSortScratch sort;
   std::vector<AccumulateWalk> walks;  // [A, M]
   std::vector<int64_t> kept_count;    // [M] detections each maxDets keeps
-  struct LiveWalk {
-    AccumulateWalk* walk;
-    size_t offset;    // of the walk's area range in a detection's outcome bits
-    int64_t max_det;  // the walk keeps detections of rank below this
-  };
-  std::vector<LiveWalk> live;          // the active walks
+  // A detection's class is the first maxDets that keeps it (every later one does too). Counts
+  // so far per class: detections [M], and those ignored at every threshold of a word, per area
+  // range [A, W, M]. A walk's count is the sum over the classes up to its maxDets.
+  std::vector<int64_t> class_count, every_count;
   std::vector<int64_t> recall_count;   // [R] TPs needed to reach each recall threshold
   std::vector<OutcomeWord> word_mask;  // [W] bits of the thresholds in each word
   std::vector<double> precision_max;   // [npig + 2]
