@@ -43,12 +43,20 @@ std::vector<int64_t> sorted_unique(std::vector<int64_t> ids) {
   return ids;
 }
 
+// Where stable_scatter put each key's items: end(key) is one past the last position of key's
+// items (their start is end(key - 1), or 0).
+struct ScatterOffsets {
+  std::vector<int32_t> next;  // [block, key] positions after placing
+  size_t blocks = 0, buckets = 0;
+  int32_t end(size_t key) const { return next[(blocks - 1) * buckets + key]; }
+};
+
 // Stable counting sort of items 0 .. n-1 by key (in [0, buckets)): place(i, position) is called
 // once per item with its position in the sorted order (items of one key keep their order).
 // Large inputs are counted and placed in blocks on `threads` threads: block k's items of a key
 // go after blocks 0..k-1's, so every position is the same whatever the split.
 template <class KeyOf, class Place>
-void stable_scatter(size_t n, size_t buckets, KeyOf key_of, Place place, int threads) {
+ScatterOffsets stable_scatter(size_t n, size_t buckets, KeyOf key_of, Place place, int threads) {
   constexpr size_t kMinBlock = size_t{1} << 16;
   size_t blocks = std::min<size_t>(static_cast<size_t>(std::max(threads, 1)), n / kMinBlock);
   // Per-block counts cost blocks x buckets: keep them within twice the input.
@@ -78,6 +86,8 @@ void stable_scatter(size_t n, size_t buckets, KeyOf key_of, Place place, int thr
         place(i, static_cast<size_t>(position[static_cast<size_t>(key_of(i))]++));
     }
   });
+  // Block `blocks - 1` places each key's last items, so its row ends where the key ends.
+  return {std::move(next), blocks, buckets};
 }
 
 // `order`'s items grouped by key (in [0, buckets)), their order kept inside a key.
@@ -299,28 +309,34 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
   resize_large(table.dt_index, m);
   resize_large(table.dt_score, m);
   resize_large(table.dt_area, m);
-  FillBuffer<uint64_t> dt_cell_key;  // (cell category, image) per detection, for the merge
-  resize_large(dt_cell_key, m);
   const auto put = [&](size_t i, size_t j) {
     table.dt_index[j] = static_cast<int32_t>(i);
     table.dt_score[j] = dets.score[i];
     table.dt_area[j] = dets.area[i];
-    dt_cell_key[j] = (static_cast<uint64_t>(pooled ? 0 : det_category[i]) << 32) |
-                     static_cast<uint32_t>(det_image[i]);
   };
+  // A run of detections sharing a cell: its (cell category, image) key, and where it ends.
+  struct DetectionRun {
+    uint64_t key;
+    size_t end;
+  };
+  const auto cell_key_of = [](uint64_t category, uint64_t image) { return category << 32 | image; };
   // One counting sort on the whole cell key (category, image; pooled: image, category) when
   // its range is not much larger than the input: it reads the results in file order and writes
   // each to its place, where sorting positions first and gathering after would read them in
-  // random order. Results outside every cell sort last and are not placed.
+  // random order. Results outside every cell sort last and are not placed. The runs then come
+  // from the counts alone.
   const size_t cell_keys = num_images * std::max<size_t>(num_categories, 1);
-  if (num_categories > 0 && cell_keys <= 4 * n) {
+  const bool counting = num_categories > 0 && cell_keys <= 4 * n;
+  ScatterOffsets offsets;
+  FillBuffer<uint64_t> dt_cell_key;  // otherwise: each placed detection's key, for the runs
+  if (counting) {
     const auto cell_key = [&](size_t i) {
       if (det_image[i] < 0) return cell_keys;
       const auto image = static_cast<size_t>(det_image[i]);
       const auto category = static_cast<size_t>(det_category[i]);
       return pooled ? image * num_categories + category : category * num_images + image;
     };
-    stable_scatter(
+    offsets = stable_scatter(
         n, cell_keys + 1, cell_key,
         [&](size_t i, size_t j) {
           if (j < m) put(i, j);
@@ -335,6 +351,7 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
         std::move(kept), num_images, num_categories, pooled,
         [&](int32_t i) { return det_image[static_cast<size_t>(i)]; },
         [&](int32_t i) { return det_category[static_cast<size_t>(i)]; }, threads);
+    resize_large(dt_cell_key, m);
     parallel_chunks(m, kBlock, threads, [&](int, size_t begin, size_t end) {
       constexpr size_t kPrefetchAhead = 16;  // random reads: keep several misses in flight
       for (size_t j = begin; j < end; ++j) {
@@ -343,26 +360,45 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
           __builtin_prefetch(&dets.score[ahead]);
           __builtin_prefetch(&det_image[ahead]);
         }
-        put(static_cast<size_t>(order[j]), j);
+        const auto i = static_cast<size_t>(order[j]);
+        put(i, j);
+        dt_cell_key[j] = cell_key_of(pooled ? 0 : static_cast<uint64_t>(det_category[i]),
+                                     static_cast<uint32_t>(det_image[i]));
       }
     });
   }
+  size_t next_key = 0;  // counting: the first linear key not yet passed
+  const auto run_at = [&](size_t d) -> DetectionRun {
+    if (d >= m) return {UINT64_MAX, m};
+    if (!counting) {
+      size_t end = d;
+      while (end < m && dt_cell_key[end] == dt_cell_key[d]) ++end;
+      return {dt_cell_key[d], end};
+    }
+    while (static_cast<size_t>(offsets.end(next_key)) <= d) ++next_key;  // keys without results
+    if (pooled) {  // one cell per image: its categories' keys are consecutive
+      const size_t image = next_key / num_categories;
+      next_key = (image + 1) * num_categories;
+      return {cell_key_of(0, image), static_cast<size_t>(offsets.end(next_key - 1))};
+    }
+    const size_t key = next_key++;
+    return {cell_key_of(key / num_images, key % num_images), static_cast<size_t>(offsets.end(key))};
+  };
 
   // Cells: runs of equal (cell category, image) in the GT entries and the detections, merged.
   const auto gt_key = [&](size_t e) {
-    return (static_cast<uint64_t>(index.entry_cell_category[e]) << 32) |
-           static_cast<uint32_t>(index.entry_image[e]);
+    return cell_key_of(static_cast<uint64_t>(index.entry_cell_category[e]),
+                       static_cast<uint32_t>(index.entry_image[e]));
   };
-  const auto dt_key = [&](size_t j) { return dt_cell_key[j]; };
   const size_t num_gt = index.entry_image.size();
   const int64_t max_det = params.max_dets.empty() ? 0 : params.max_dets.back();
   table.category_begin.assign((pooled ? 1 : num_categories) + 1, 0);
   reserve_large(table.cells, num_gt + m);  // every cell holds a GT or a detection
   size_t g = 0, d = 0;
+  DetectionRun run = run_at(0);
   int64_t slot = 0;
   while (g < num_gt || d < m) {
-    const uint64_t key =
-        std::min(g < num_gt ? gt_key(g) : UINT64_MAX, d < m ? dt_key(d) : UINT64_MAX);
+    const uint64_t key = std::min(g < num_gt ? gt_key(g) : UINT64_MAX, run.key);
     Cell cell;
     cell.image = static_cast<int32_t>(key & 0xffffffffu);
     cell.category = static_cast<int32_t>(key >> 32);
@@ -370,7 +406,10 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
     while (g < num_gt && gt_key(g) == key) ++g;
     cell.gt_end = static_cast<int32_t>(g);
     cell.dt_begin = static_cast<int64_t>(d);
-    while (d < m && dt_key(d) == key) ++d;
+    if (run.key == key) {
+      d = run.end;
+      run = run_at(d);
+    }
     cell.dt_end = static_cast<int64_t>(d);
     cell.slot_begin = slot;
     cell.num_slots = static_cast<int32_t>(std::min<int64_t>(cell.dt_end - cell.dt_begin, max_det));
