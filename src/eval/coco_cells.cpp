@@ -4,6 +4,7 @@
 #include "eval/coco_cells.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <numeric>
 
@@ -225,15 +226,18 @@ GtIndex build_gt_index(const CocoGroundTruth& gt, const CocoParams& params) {
   return index;
 }
 
-void release_detection_fields(CellTable& table) {
+void release_matching_fields(CellTable& table) {
   FillBuffer<int32_t>().swap(table.dt_index);
-  FillBuffer<double>().swap(table.dt_score);
   FillBuffer<double>().swap(table.dt_area);
 }
 
 CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const CocoParams& params,
                       int threads, CocoEvalCounts& counts) {
   const size_t n = dets.size();
+  if (n > static_cast<size_t>(INT32_MAX))  // positions and slots are 32-bit
+    throw DataError(dets.source + ": " + std::to_string(n) +
+                    " results; the evaluator takes at most 2^31 - 1 per evaluation (split the "
+                    "file by image and evaluate the parts)");
   const size_t num_images = index.image_ids.size();
   FillBuffer<int32_t> det_image, det_category;  // det_category is read only where det_image >= 0
   resize_large(det_image, n);
@@ -396,7 +400,6 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
   reserve_large(table.cells, num_gt + m);  // every cell holds a GT or a detection
   size_t g = 0, d = 0;
   DetectionRun run = run_at(0);
-  int64_t slot = 0;
   while (g < num_gt || d < m) {
     const uint64_t key = std::min(g < num_gt ? gt_key(g) : UINT64_MAX, run.key);
     Cell cell;
@@ -405,21 +408,18 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
     cell.gt_begin = static_cast<int32_t>(g);
     while (g < num_gt && gt_key(g) == key) ++g;
     cell.gt_end = static_cast<int32_t>(g);
-    cell.dt_begin = static_cast<int64_t>(d);
+    cell.dt_begin = static_cast<int32_t>(d);
     if (run.key == key) {
       d = run.end;
       run = run_at(d);
     }
-    cell.dt_end = static_cast<int64_t>(d);
-    cell.slot_begin = slot;
+    cell.dt_end = static_cast<int32_t>(d);
     cell.num_slots = static_cast<int32_t>(std::min<int64_t>(cell.dt_end - cell.dt_begin, max_det));
-    slot += cell.num_slots;
     ++table.category_begin[static_cast<size_t>(cell.category) + 1];
     table.cells.push_back(cell);
   }
   for (size_t k = 0; k + 1 < table.category_begin.size(); ++k)
     table.category_begin[k + 1] += table.category_begin[k];
-  table.num_slots = slot;
   counts.cells = table.cells.size();
   return table;
 }

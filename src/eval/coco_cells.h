@@ -72,24 +72,25 @@ struct Cell {
   int32_t image = 0;                 // index into GtIndex::image_ids
   int32_t category = 0;              // index into the arrays' K (0 with use_cats = false)
   int32_t gt_begin = 0, gt_end = 0;  // GtIndex entries
-  int64_t dt_begin = 0, dt_end = 0;  // CellTable::dt_* (file order inside the cell)
-  int64_t slot_begin = 0;            // detections kept after the maxDets cut
+  int32_t dt_begin = 0, dt_end = 0;  // CellTable::dt_* (fewer than 2^31: dt_index is int32)
+  // Detections kept after the maxDets cut: the first num_slots of the cell's, once the cell phase
+  // has sorted them by score. A detection's slot (for the outcomes) is its position in dt_*.
   int32_t num_slots = 0;
 };
 
 struct CellTable {
   std::vector<Cell> cells;              // category-major, images ascending inside
   std::vector<int32_t> category_begin;  // [K + 1] cell ranges per category
-  // Detections in cell order (file order inside a cell), fields gathered for locality.
+  // Detections in cell order, fields gathered for locality: file order inside a cell until the
+  // cell phase sorts each cell's by score (stable), in place.
   FillBuffer<int32_t> dt_index;  // index into CocoDetections
   FillBuffer<double> dt_score;
   FillBuffer<double> dt_area;
-  int64_t num_slots = 0;
 };
 
-// Frees the per-detection fields (dt_*) once the cell phase has read them; cells and category
-// ranges stay for accumulate().
-void release_detection_fields(CellTable& table);
+// Frees the per-detection fields that only the cell phase reads (dt_index, dt_area); cells,
+// category ranges and scores stay for accumulate().
+void release_matching_fields(CellTable& table);
 
 // Groups detections into cells. Throws DataError for a result whose image is not in the ground
 // truth or whose score/box is NaN; counts results of unknown categories.

@@ -15,6 +15,7 @@
 #include "eval/coco_memory.h"
 #include "eval/coco_numeric.h"
 #include "eval/coco_parallel.h"
+#include "eval/coco_score_sort.h"
 #include "eval/coco_summarize.h"
 
 namespace detrain::eval {
@@ -42,9 +43,8 @@ CocoParams validated(CocoParams p, const CocoGroundTruth& gt) {
 
 // Per-thread buffers for the cell phase.
 struct CellScratch {
-  std::vector<int32_t> order;
+  CellSortScratch sort;
   std::vector<BoxXywh> dt_box;
-  std::vector<double> dt_area;
   std::vector<double> ious;
   CellKeypoints keypoints;
   MatchScratch match;
@@ -106,28 +106,27 @@ const CocoParams& CocoEvaluator::params() const { return state_->params; }
 
 namespace {
 
-// What the cell phase leaves for accumulate(): per kept detection (slot) its score and outcome
-// bits, per cell and area range the count of non-ignored GTs.
+// What the cell phase leaves for accumulate() besides the sorted scores (CellTable::dt_score):
+// per detection (slot) its outcome bits, per cell and area range the count of non-ignored GTs.
 struct CellOutcomes {
-  FillBuffer<double> slot_score;    // [S]
-  FillBuffer<OutcomeWord> outcome;  // [S, A, 2W]
+  FillBuffer<OutcomeWord> outcome;  // [slots, A, 2W]; a cell's slots past num_slots are unset
   FillBuffer<int32_t> npig;         // [cells, A]
 };
 
-// Sorts each cell's detections, computes its IoU/OKS matrix once and matches it for every area
-// range and threshold; cells are independent work items.
+// Sorts each cell's detections in place (score descending, file order among equals: numpy's
+// stable argsort), computes its IoU/OKS matrix once and matches it for every area range and
+// threshold; cells are independent work items, each touching only its own range of dt_*.
 CellOutcomes match_cells(const CocoParams& p, const GtIndex& index, const CocoGroundTruth& gt,
-                         const std::vector<double>& variances, const CellTable& table,
+                         const std::vector<double>& variances, CellTable& table,
                          const CocoDetections& dets, int threads) {
   const bool keypoints = p.iou_type == IouType::kKeypoints;
   const int num_kp = static_cast<int>(p.keypoint_sigmas.size());
   const size_t k3 = 3 * static_cast<size_t>(num_kp);
   const size_t A = p.area_ranges.size();
-  const size_t S = static_cast<size_t>(table.num_slots);
+  const size_t slots = table.dt_index.size();
   const int words = outcome_words(p.iou_thresholds.size());
   CellOutcomes out;
-  resize_large(out.slot_score, S);
-  resize_large(out.outcome, outcome_offset(S, 0, A, words));
+  resize_large(out.outcome, outcome_offset(slots, 0, A, words));
   resize_large(out.npig, table.cells.size() * A);
   std::vector<CellScratch> scratch(static_cast<size_t>(threads));
   const MatchSetup setup = make_match_setup(p.iou_thresholds, p.area_ranges);
@@ -137,51 +136,38 @@ CellOutcomes match_cells(const CocoParams& p, const GtIndex& index, const CocoGr
       const Cell& cell = table.cells[c];
       // The boxes are read from the results in random order: ask for a later cell's early.
       constexpr size_t kPrefetchCells = 4;
-      constexpr int64_t kPrefetchBoxes = 8;
+      constexpr int32_t kPrefetchBoxes = 8;
       if (!keypoints && c + kPrefetchCells < end) {
         const Cell& ahead = table.cells[c + kPrefetchCells];
         if (ahead.gt_end > ahead.gt_begin)
-          for (int64_t j = ahead.dt_begin;
+          for (int32_t j = ahead.dt_begin;
                j < std::min(ahead.dt_end, ahead.dt_begin + kPrefetchBoxes); ++j)
             __builtin_prefetch(
                 &dets.bbox[static_cast<size_t>(table.dt_index[static_cast<size_t>(j)])]);
       }
-      // Detections by score, file order breaking ties (numpy's stable argsort), cut to
-      // maxDets[-1]. Positions inside the cell are in file order.
-      const int64_t n = cell.dt_end - cell.dt_begin;
-      const double* score = table.dt_score.data() + cell.dt_begin;
-      s.order.resize(static_cast<size_t>(n));
-      for (int64_t j = 0; j < n; ++j) s.order[static_cast<size_t>(j)] = static_cast<int32_t>(j);
-      if (n > 1)
-        std::sort(s.order.begin(), s.order.end(), [&](int32_t a, int32_t b) {
-          return score[a] != score[b] ? score[a] > score[b] : a < b;
-        });
-      const int num_dt = cell.num_slots;
+      const auto first = static_cast<size_t>(cell.dt_begin);
+      const auto n = static_cast<size_t>(cell.dt_end - cell.dt_begin);
+      int32_t* dt_index = table.dt_index.data() + first;
+      double* dt_score = table.dt_score.data() + first;
+      double* dt_area = table.dt_area.data() + first;
+      if (n > 1) sort_cell_by_score(dt_index, dt_score, dt_area, n, s.sort);
+      const int num_dt = cell.num_slots;  // the first maxDets[-1] of them
       CellGts gts;
       gts.count = cell.gt_end - cell.gt_begin;
-      OutcomeWord* outcome =
-          out.outcome.data() + outcome_offset(static_cast<size_t>(cell.slot_begin), 0, A, words);
-      s.dt_area.resize(static_cast<size_t>(num_dt));
-      for (int d = 0; d < num_dt; ++d) {
-        const size_t j = static_cast<size_t>(cell.dt_begin + s.order[static_cast<size_t>(d)]);
-        out.slot_score[static_cast<size_t>(cell.slot_begin) + d] = table.dt_score[j];
-        s.dt_area[d] = table.dt_area[j];
-      }
+      OutcomeWord* outcome = out.outcome.data() + outcome_offset(first, 0, A, words);
       if (gts.count == 0) {  // most cells: no matrix, no matcher
-        match_cell_without_gts({num_dt, nullptr, s.dt_area.data()}, setup, outcome,
-                               out.npig.data() + c * A);
+        match_cell_without_gts({num_dt, nullptr, dt_area}, setup, outcome, out.npig.data() + c * A);
         continue;
       }
       s.dt_box.resize(keypoints ? 0 : static_cast<size_t>(num_dt));  // OKS reads no det box
       for (size_t d = 0; d < s.dt_box.size(); ++d)
-        s.dt_box[d] = dets.bbox[static_cast<size_t>(
-            table.dt_index[static_cast<size_t>(cell.dt_begin + s.order[d])])];
+        s.dt_box[d] = dets.bbox[static_cast<size_t>(dt_index[d])];
       gts.box = index.box.data() + cell.gt_begin;
       gts.area = index.area.data() + cell.gt_begin;
       gts.crowd = index.crowd.data() + cell.gt_begin;
       gts.ignore = index.ignore.data() + cell.gt_begin;
       gts.id_is_zero = index.id_is_zero.data() + cell.gt_begin;
-      const CellDets cell_dets{num_dt, s.dt_box.data(), s.dt_area.data()};
+      const CellDets cell_dets{num_dt, s.dt_box.data(), dt_area};
       s.ious.resize(static_cast<size_t>(num_dt) * static_cast<size_t>(gts.count));  // [D, G]
       if (num_dt > 0 && gts.count > 0) {
         if (keypoints) {
@@ -193,11 +179,8 @@ CellOutcomes match_cells(const CocoParams& p, const GtIndex& index, const CocoGr
             s.keypoints.gt_rows[g] = gt.ann_keypoints.data() + static_cast<size_t>(ann) * k3;
           }
           s.keypoints.dt_rows.resize(static_cast<size_t>(num_dt));
-          for (int d = 0; d < num_dt; ++d) {
-            const auto j = static_cast<size_t>(cell.dt_begin + s.order[static_cast<size_t>(d)]);
-            s.keypoints.dt_rows[d] =
-                dets.keypoints.data() + static_cast<size_t>(table.dt_index[j]) * k3;
-          }
+          for (int d = 0; d < num_dt; ++d)
+            s.keypoints.dt_rows[d] = dets.keypoints.data() + static_cast<size_t>(dt_index[d]) * k3;
           keypoint_oks(s.keypoints, gts, num_dt, s.ious.data(), setup.lowest_threshold);
         } else {
           box_ious(cell_dets, gts, s.ious.data());
@@ -221,12 +204,9 @@ void accumulate_categories(const CocoParams& p, const CellTable& table,
   resize_large(result.precision, T * R * K * A * M);
   resize_large(result.scores, T * R * K * A * M);
   result.recall.resize(T * K * A * M);
-  const AccumulateInput input{cells_out.slot_score.data(),
-                              cells_out.outcome.data(),
-                              &p.iou_thresholds,
-                              &p.recall_thresholds,
-                              &p.max_dets,
-                              static_cast<int>(A)};
+  const AccumulateInput input{table.dt_score.data(), cells_out.outcome.data(),
+                              &p.iou_thresholds,     &p.recall_thresholds,
+                              &p.max_dets,           static_cast<int>(A)};
   result.gt_per_category.assign(K, 0);
   for (size_t k = 0; k < K; ++k)
     for (int32_t c = table.category_begin[k]; c < table.category_begin[k + 1]; ++c)
@@ -242,7 +222,7 @@ void accumulate_categories(const CocoParams& p, const CellTable& table,
       for (int32_t c = table.category_begin[k]; c < table.category_begin[k + 1]; ++c) {
         const Cell& cell = table.cells[static_cast<size_t>(c)];
         cells.push_back(
-            {cell.slot_begin, cell.num_slots, cells_out.npig.data() + static_cast<size_t>(c) * A});
+            {cell.dt_begin, cell.num_slots, cells_out.npig.data() + static_cast<size_t>(c) * A});
       }
       s.precision_block.resize(block);  // every entry is written
       s.scores_block.resize(block);
@@ -306,9 +286,9 @@ CocoEvalResult CocoEvaluator::evaluate(const CocoDetections& dets) const {
 
   // evaluate(): one similarity matrix per cell, matched for every area range and threshold.
   const CellOutcomes outcomes = match_cells(p, index, *st.gt, st.variances, table, dets, threads);
-  // The detections' gathered fields are done with: freed now, their memory takes
-  // accumulate()'s arrays instead of fresh pages (each first touch is a page fault).
-  release_detection_fields(table);
+  // Freed now, so that accumulate()'s arrays can take their memory instead of fresh pages (each
+  // first touch is a page fault).
+  release_matching_fields(table);
   lap(result.timing.evaluate_s, result.timing.evaluate_cpu_s);
 
   // accumulate(): one category per work item.

@@ -88,4 +88,27 @@ void sort_by_score_stable(std::vector<ScoredSlot>& entries, ScoreSortScratch& s)
   entries.swap(s.buffer);
 }
 
+void sort_cell_by_score(int32_t* index, double* score, double* area, size_t n, CellSortScratch& s) {
+  // Most cells hold a few detections, often in order already: positions first, moved only if
+  // needed.
+  s.order.resize(n);
+  for (size_t j = 0; j < n; ++j) s.order[j] = static_cast<int32_t>(j);
+  const auto before = [&](int32_t a, int32_t b) {
+    return score[a] != score[b] ? score[a] > score[b] : a < b;
+  };
+  std::sort(s.order.begin(), s.order.end(), before);
+  size_t moved = 0;
+  while (moved < n && s.order[moved] == static_cast<int32_t>(moved)) ++moved;
+  if (moved == n) return;
+  s.index.assign(index, index + n);
+  s.score.assign(score, score + n);
+  s.area.assign(area, area + n);
+  for (size_t j = moved; j < n; ++j) {
+    const auto from = static_cast<size_t>(s.order[j]);
+    index[j] = s.index[from];
+    score[j] = s.score[from];
+    area[j] = s.area[from];
+  }
+}
+
 }  // namespace detrain::eval

@@ -1,7 +1,9 @@
-// Internal to the evaluator: the stable descending sort of one category's detections by score
-// that accumulate() runs (numpy's stable argsort of -score over the concatenated cells).
+// Internal to the evaluator: the stable descending score sorts, numpy's stable argsort of -score:
+// of one cell's detections (evaluateImg's) and of one category's (accumulate()'s, over the
+// concatenated cells).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -22,5 +24,15 @@ struct ScoreSortScratch {
 // Sorts by score, largest first; equal scores (-0 and +0 are equal, as in numpy) keep their
 // order. NaN scores are refused before this point (the cell phase rejects them).
 void sort_by_score_stable(std::vector<ScoredSlot>& entries, ScoreSortScratch& scratch);
+
+struct CellSortScratch {
+  std::vector<int32_t> order, index;
+  std::vector<double> score, area;
+};
+
+// Sorts a cell's n detections, given as three parallel arrays, in place by score, largest first;
+// equal scores keep their order.
+void sort_cell_by_score(int32_t* index, double* score, double* area, size_t n,
+                        CellSortScratch& scratch);
 
 }  // namespace detrain::eval
