@@ -203,7 +203,7 @@ void accumulate_categories(const CocoParams& p, const CellTable& table,
   const size_t block = A * M * T * R;
   resize_large(result.precision, T * R * K * A * M);
   resize_large(result.scores, T * R * K * A * M);
-  result.recall.resize(T * K * A * M);
+  resize_large(result.recall, T * K * A * M);
   const AccumulateInput input{table.dt_score.data(), cells_out.outcome.data(),
                               &p.iou_thresholds,     &p.recall_thresholds,
                               &p.max_dets,           static_cast<int>(A)};

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "eval/coco_memory.h"
 #include "eval/coco_types.h"
 
 namespace detrain::eval {
@@ -42,9 +43,11 @@ struct CocoEvalResult {
   std::vector<int64_t> image_ids;     // evaluated images, ascending
   std::vector<int64_t> category_ids;  // K categories of the arrays ({-1} with use_cats = false)
   int num_iou = 0, num_recall = 0, num_categories = 0, num_areas = 0, num_max_dets = 0;
-  std::vector<double> precision;         // [T, R, K, A, M]; -1 where the category has no GT
-  std::vector<double> recall;            // [T, K, A, M]
-  std::vector<double> scores;            // [T, R, K, A, M]: detection score at each sampled point
+  // The three arrays are allocated without zero-filling (every entry is then written once, by
+  // the thread that computes it): at COCO's sizes they are the largest the evaluator writes.
+  FillBuffer<double> precision;          // [T, R, K, A, M]; -1 where the category has no GT
+  FillBuffer<double> recall;             // [T, K, A, M]
+  FillBuffer<double> scores;             // [T, R, K, A, M]: detection score at each sampled point
   std::vector<double> stats;             // 12 (bbox) or 10 (keypoints), pycocotools' order
   std::vector<int64_t> gt_per_category;  // [K] non-ignored GTs in the first area range ("all")
   CocoEvalCounts counts;
