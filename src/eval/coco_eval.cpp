@@ -130,12 +130,16 @@ CellOutcomes match_cells(const CocoParams& p, const GtIndex& index, const CocoGr
   resize_large(out.npig, table.cells.size() * A);
   std::vector<CellScratch> scratch(static_cast<size_t>(threads));
   const MatchSetup setup = make_match_setup(p.iou_thresholds, p.area_ranges);
-  parallel_chunks(table.cells.size(), 32, threads, [&](int worker, size_t begin, size_t end) {
+  // Long claims, so the prefetch below runs ahead within one; at least 16 per thread, so a few
+  // heavy cells (crowded keypoint images) still spread over the threads.
+  const size_t claim =
+      std::clamp<size_t>(table.cells.size() / (16 * static_cast<size_t>(threads)), 16, 256);
+  parallel_chunks(table.cells.size(), claim, threads, [&](int worker, size_t begin, size_t end) {
     CellScratch& s = scratch[static_cast<size_t>(worker)];
     for (size_t c = begin; c < end; ++c) {
       const Cell& cell = table.cells[c];
       // The boxes are read from the results in random order: ask for a later cell's early.
-      constexpr size_t kPrefetchCells = 4;
+      constexpr size_t kPrefetchCells = 32;
       constexpr int32_t kPrefetchBoxes = 8;
       if (!keypoints && c + kPrefetchCells < end) {
         const Cell& ahead = table.cells[c + kPrefetchCells];

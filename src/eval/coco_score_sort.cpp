@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace detrain::eval {
 
@@ -89,6 +90,14 @@ void sort_by_score_stable(std::vector<ScoredSlot>& entries, ScoreSortScratch& s)
 }
 
 void sort_cell_by_score(int32_t* index, double* score, double* area, size_t n, CellSortScratch& s) {
+  if (n == 2) {  // the commonest case after one
+    if (score[1] > score[0]) {
+      std::swap(index[0], index[1]);
+      std::swap(score[0], score[1]);
+      std::swap(area[0], area[1]);
+    }
+    return;
+  }
   // Most cells hold a few detections, often in order already: positions first, moved only if
   // needed.
   s.order.resize(n);
