@@ -15,13 +15,13 @@ namespace detrain::eval {
 
 // One cell of the category, images ascending.
 struct AccumulateCell {
-  int64_t slot_begin = 0;         // into slot_score / outcome
+  int64_t slot_begin = 0;         // the cell's first slot (its position in CellTable::dt_*)
   int32_t num_slots = 0;          // detections kept, score-sorted
   const int32_t* npig = nullptr;  // [A] non-ignored GTs per area range
 };
 
 struct AccumulateInput {
-  const double* slot_score = nullptr;                      // [S]
+  const double* slot_score = nullptr;                      // per slot: CellTable::dt_score
   const OutcomeWord* outcome = nullptr;                    // match_cell outcome bits per slot
   const std::vector<double>* iou_thresholds = nullptr;     // T
   const std::vector<double>* recall_thresholds = nullptr;  // R
