@@ -15,6 +15,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "bench/abba.h"
 #include "common/atomic_file.h"
@@ -290,68 +291,90 @@ std::string detrain_executable() {
   return front.empty() ? self : front;
 }
 
-ProcessRow time_detrain_process(const EvalBenchOptions& options, const Inputs& in,
-                                const std::string& dir) {
-  ProcessRow row;
-  row.name = "detrain eval";
-  const std::string self = detrain_executable();
-  if (self.empty()) {
-    row.skipped = "cannot find this executable (/proc/self/exe)";
-    return row;
-  }
+// One `detrain eval` run added to `row`.
+void run_detrain_once(const EvalBenchOptions& options, const Inputs& in, const std::string& dir,
+                      const std::string& self, ProcessRow& row) {
   const std::string stats_path = dir + "/detrain-stats.json", log = dir + "/detrain-eval.log";
-  for (int r = 0; r < std::max(options.repeat, 1); ++r) {
-    const Finished done = run_measured(
-        self,
-        {self, "eval", "--gt", in.gt_path, "--dt", in.results_path, "--iou-type", options.iou_type,
-         "--threads", std::to_string(options.threads), "--json-out", stats_path},
-        log);
-    if (done.exit_code != 0)
-      throw DataError("bench eval: `detrain eval` exited with " + std::to_string(done.exit_code) +
-                      ": " + read_file(log));
-    const Json stats = Json::parse(read_file(stats_path));
-    const Json& timing = stats.at("timing_s");
-    add_run(row, timing,
-            timing.value("evaluate_cpu", 0.0) + timing.value("accumulate_cpu", 0.0) +
-                timing.value("summarize_cpu", 0.0),
-            stats.at("process").value("peak_rss_bytes", 0.0), done);
-    row.stats = stats.at("stats").get<std::vector<double>>();
-  }
-  return row;
+  const Finished done = run_measured(
+      self,
+      {self, "eval", "--gt", in.gt_path, "--dt", in.results_path, "--iou-type", options.iou_type,
+       "--threads", std::to_string(options.threads), "--json-out", stats_path},
+      log);
+  if (done.exit_code != 0)
+    throw DataError("bench eval: `detrain eval` exited with " + std::to_string(done.exit_code) +
+                    ": " + read_file(log));
+  const Json stats = Json::parse(read_file(stats_path));
+  const Json& timing = stats.at("timing_s");
+  add_run(row, timing,
+          timing.value("evaluate_cpu", 0.0) + timing.value("accumulate_cpu", 0.0) +
+              timing.value("summarize_cpu", 0.0),
+          stats.at("process").value("peak_rss_bytes", 0.0), done);
+  row.stats = stats.at("stats").get<std::vector<double>>();
 }
 
-ProcessRow time_reference_process(const EvalBenchOptions& options, const Inputs& in,
-                                  const std::string& dir, const std::string& python,
-                                  const std::string& package) {
-  ProcessRow row;
-  row.name = package;
-  if (python.empty()) {
-    row.skipped = "no reference Python (run scripts/setup.sh or set DETRAIN_REFERENCE_PYTHON)";
-    return row;
+// One run of a reference evaluator (`row.name` is its package) added to `row`; sets
+// `row.skipped` instead when it is not installed or fails.
+void run_reference_once(const EvalBenchOptions& options, const Inputs& in, const std::string& dir,
+                        const std::string& python, ProcessRow& row) {
+  const std::string log = dir + "/" + row.name + ".log";
+  const Finished done = run_measured(
+      python,
+      {python, "-c", kReferenceScript, row.name, in.gt_path, in.results_path, options.iou_type},
+      log);
+  const std::string output = read_file(log);
+  if (done.exit_code == 3) {
+    row.skipped = "not installed in " + python + " (scripts/setup.sh adds it to .venv-ref)";
+    return;
   }
-  const std::string log = dir + "/" + package + ".log";
+  const std::optional<Json> line = last_json_line(output);
+  if (done.exit_code != 0 || !line) {
+    row.skipped = "failed (exit " + std::to_string(done.exit_code) +
+                  "): " + (output.size() > 300 ? output.substr(output.size() - 300) : output);
+    return;
+  }
+  add_run(row, *line, line->value("evaluate_accumulate_summarize_cpu", 0.0),
+          line->value("peak_rss_bytes", 0.0), done);
+  row.stats = line->at("stats").get<std::vector<double>>();
+  row.version = line->value("version", "");
+}
+
+// detrain eval, hotcoco and faster-coco-eval as whole processes, alternated round by round
+// (detrain, hotcoco, faster-coco-eval, detrain, ...) so that a change in the machine's state
+// during the run (another job, the page cache) falls on every row alike.
+std::vector<ProcessRow> time_processes(const EvalBenchOptions& options, const Inputs& in,
+                                       const std::string& dir) {
+  std::vector<ProcessRow> rows(3);
+  rows[0].name = "detrain eval";
+  rows[1].name = "hotcoco";
+  rows[2].name = "faster-coco-eval";
+  const std::string self = detrain_executable();
+  if (self.empty()) rows[0].skipped = "cannot find this executable (/proc/self/exe)";
+  const std::string python = reference_python();
+  for (size_t i = 1; i < rows.size(); ++i)
+    if (python.empty())
+      rows[i].skipped =
+          "no reference Python (run scripts/setup.sh or set DETRAIN_REFERENCE_PYTHON)";
   for (int r = 0; r < std::max(options.repeat, 1); ++r) {
-    const Finished done = run_measured(
-        python,
-        {python, "-c", kReferenceScript, package, in.gt_path, in.results_path, options.iou_type},
-        log);
-    const std::string output = read_file(log);
-    if (done.exit_code == 3) {
-      row.skipped = "not installed in " + python + " (scripts/setup.sh adds it to .venv-ref)";
-      return row;
-    }
-    const std::optional<Json> line = last_json_line(output);
-    if (done.exit_code != 0 || !line) {
-      row.skipped = "failed (exit " + std::to_string(done.exit_code) +
-                    "): " + (output.size() > 300 ? output.substr(output.size() - 300) : output);
-      return row;
-    }
-    add_run(row, *line, line->value("evaluate_accumulate_summarize_cpu", 0.0),
-            line->value("peak_rss_bytes", 0.0), done);
-    row.stats = line->at("stats").get<std::vector<double>>();
-    row.version = line->value("version", "");
+    if (rows[0].skipped.empty()) run_detrain_once(options, in, dir, self, rows[0]);
+    for (size_t i = 1; i < rows.size(); ++i)
+      if (rows[i].skipped.empty()) run_reference_once(options, in, dir, python, rows[i]);
   }
-  return row;
+  return rows;
+}
+
+// Per round, the reference's evaluate + accumulate + summarize over detrain's (wall, CPU).
+std::pair<std::vector<double>, std::vector<double>> round_ratios(const ProcessRow& detrain,
+                                                                 const ProcessRow& reference) {
+  std::vector<double> wall, cpu;
+  const size_t rounds = std::min(detrain.evaluate_s.size(), reference.evaluate_s.size());
+  const auto eas = [](const ProcessRow& row, size_t r) {
+    return row.evaluate_s[r] + row.accumulate_s[r] + row.summarize_s[r];
+  };
+  for (size_t r = 0; r < rounds; ++r) {
+    wall.push_back(eas(reference, r) / std::max(eas(detrain, r), 1e-9));
+    cpu.push_back(reference.eas_cpu_s[r] / std::max(detrain.eas_cpu_s[r], 1e-9));
+  }
+  return {wall, cpu};
 }
 
 // "equal" when every stat is the same double, otherwise the largest difference.
@@ -412,13 +435,23 @@ void add_process_rows(const std::vector<ProcessRow>& rows, const std::vector<dou
                    table);
   for (const std::string& line : split(text, '\n'))
     if (!line.empty()) report.notes.push_back("  " + line);
-  if (detrain && hotcoco && detrain->eas_s() > 0)
+  if (detrain && hotcoco && detrain->eas_s() > 0) {
     report.notes.push_back(fmt::format(
         "evaluate+accumulate+summarize: detrain eval {:.3f} s, hotcoco {:.3f} s: {:.1f}x "
         "(CPU {:.3f} s vs {:.3f} s: {:.1f}x)",
         detrain->eas_s(), hotcoco->eas_s(), hotcoco->eas_s() / detrain->eas_s(),
         median_of(detrain->eas_cpu_s), median_of(hotcoco->eas_cpu_s),
         median_of(hotcoco->eas_cpu_s) / std::max(median_of(detrain->eas_cpu_s), 1e-9)));
+    const auto [wall, cpu] = round_ratios(*detrain, *hotcoco);
+    if (wall.size() > 1) {
+      const auto [wall_lo, wall_hi] = std::minmax_element(wall.begin(), wall.end());
+      const auto [cpu_lo, cpu_hi] = std::minmax_element(cpu.begin(), cpu.end());
+      report.notes.push_back(fmt::format(
+          "  per round ({} rounds, alternated): {:.1f}-{:.1f}x wall, {:.1f}-{:.1f}x CPU",
+          wall.size(), *wall_lo, *wall_hi, *cpu_lo, *cpu_hi));
+    }
+    report.tail["hotcoco_over_detrain_per_round"] = {{"wall", wall}, {"cpu", cpu}};
+  }
 }
 
 }  // namespace
@@ -457,12 +490,7 @@ Report bench_eval(const EvalBenchOptions& options) {
   const int64_t evaluator_rss = growth.peak_growth();
 
   std::vector<ProcessRow> processes;
-  if (options.processes) {
-    const std::string python = reference_python();
-    processes.push_back(time_detrain_process(options, in, dir));
-    processes.push_back(time_reference_process(options, in, dir, python, "hotcoco"));
-    processes.push_back(time_reference_process(options, in, dir, python, "faster-coco-eval"));
-  }
+  if (options.processes) processes = time_processes(options, in, dir);
 
   size_t crowd = 0;
   for (uint8_t c : last.gt.ann_iscrowd) crowd += c;

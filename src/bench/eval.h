@@ -7,7 +7,9 @@
 // Besides the in-process steps it times whole processes on the same two files, in the same
 // run: `detrain eval` itself (wall, peak RSS, its own stage times) and, where the reference
 // Python has them installed, hotcoco and faster-coco-eval (pip packages that scripts/setup.sh
-// puts in .venv-ref), each checked against the in-process stats. Nothing is a stored constant.
+// puts in .venv-ref), each checked against the in-process stats. The processes alternate round
+// by round, and the hotcoco / detrain ratio is also given per round. Nothing is a stored
+// constant.
 #pragma once
 
 #include <string>
