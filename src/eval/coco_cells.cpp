@@ -240,8 +240,8 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
                     "file by image and evaluate the parts)");
   const size_t num_images = index.image_ids.size();
   FillBuffer<int32_t> det_image, det_category;  // det_category is read only where det_image >= 0
-  resize_large(det_image, n);
-  resize_large(det_category, n);
+  det_image.resize(n);
+  det_category.resize(n);
   // Lookups in parallel blocks; per-block findings are combined in block order so errors and
   // counts do not depend on the thread count.
   constexpr size_t kBlock = 1 << 15;
@@ -310,9 +310,9 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
   // cells holding a GT (a third here) need their box, which the cell phase reads from the
   // results through dt_index.
   CellTable table;
-  resize_large(table.dt_index, m);
-  resize_large(table.dt_score, m);
-  resize_large(table.dt_area, m);
+  table.dt_index.resize(m);
+  table.dt_score.resize(m);
+  table.dt_area.resize(m);
   const auto put = [&](size_t i, size_t j) {
     table.dt_index[j] = static_cast<int32_t>(i);
     table.dt_score[j] = dets.score[i];
@@ -355,7 +355,7 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
         std::move(kept), num_images, num_categories, pooled,
         [&](int32_t i) { return det_image[static_cast<size_t>(i)]; },
         [&](int32_t i) { return det_category[static_cast<size_t>(i)]; }, threads);
-    resize_large(dt_cell_key, m);
+    dt_cell_key.resize(m);
     parallel_chunks(m, kBlock, threads, [&](int, size_t begin, size_t end) {
       constexpr size_t kPrefetchAhead = 16;  // random reads: keep several misses in flight
       for (size_t j = begin; j < end; ++j) {
@@ -397,7 +397,7 @@ CellTable build_cells(const GtIndex& index, const CocoDetections& dets, const Co
   const size_t num_gt = index.entry_image.size();
   const int64_t max_det = params.max_dets.empty() ? 0 : params.max_dets.back();
   table.category_begin.assign((pooled ? 1 : num_categories) + 1, 0);
-  reserve_large(table.cells, num_gt + m);  // every cell holds a GT or a detection
+  table.cells.reserve(num_gt + m);  // every cell holds a GT or a detection
   size_t g = 0, d = 0;
   DetectionRun run = run_at(0);
   while (g < num_gt || d < m) {

@@ -126,8 +126,8 @@ CellOutcomes match_cells(const CocoParams& p, const GtIndex& index, const CocoGr
   const size_t slots = table.dt_index.size();
   const int words = outcome_words(p.iou_thresholds.size());
   CellOutcomes out;
-  resize_large(out.outcome, outcome_offset(slots, 0, A, words));
-  resize_large(out.npig, table.cells.size() * A);
+  out.outcome.resize(outcome_offset(slots, 0, A, words));
+  out.npig.resize(table.cells.size() * A);
   std::vector<CellScratch> scratch(static_cast<size_t>(threads));
   const MatchSetup setup = make_match_setup(p.iou_thresholds, p.area_ranges);
   // Long claims, so the prefetch below runs ahead within one; at least 16 per thread, so a few
@@ -205,9 +205,9 @@ void accumulate_categories(const CocoParams& p, const CellTable& table,
   const size_t T = p.iou_thresholds.size(), R = p.recall_thresholds.size();
   const size_t K = result.category_ids.size(), A = p.area_ranges.size(), M = p.max_dets.size();
   const size_t block = A * M * T * R;
-  resize_large(result.precision, T * R * K * A * M);
-  resize_large(result.scores, T * R * K * A * M);
-  resize_large(result.recall, T * K * A * M);
+  result.precision.resize(T * R * K * A * M);
+  result.scores.resize(T * R * K * A * M);
+  result.recall.resize(T * K * A * M);
   const AccumulateInput input{table.dt_score.data(), cells_out.outcome.data(),
                               &p.iou_thresholds,     &p.recall_thresholds,
                               &p.max_dets,           static_cast<int>(A)};

@@ -21,7 +21,6 @@
 #include "coco/json_cursor.h"
 #include "coco/json_fields.h"
 #include "common/errors.h"
-#include "eval/coco_memory.h"
 #include "eval/coco_parallel.h"
 
 namespace detrain::eval {
@@ -160,12 +159,12 @@ ResultsLayout decide_layout(coco::JsonCursor& cursor, const ResultRecord& first,
 // Every column sized for `n` results (keypoints: n * 3K values).
 void resize_columns(CocoDetections& d, size_t n) {
   const size_t k3 = 3 * static_cast<size_t>(d.keypoints_per_instance);
-  resize_large(d.image_id, n);
-  resize_large(d.category_id, n);
-  resize_large(d.score, n);
-  resize_large(d.bbox, n);
-  resize_large(d.area, n);
-  resize_large(d.keypoints, n * k3);
+  d.image_id.resize(n);
+  d.category_id.resize(n);
+  d.score.resize(n);
+  d.bbox.resize(n);
+  d.area.resize(n);
+  d.keypoints.resize(n * k3);
 }
 
 // Moves `count` results from position `from` down to `to` (to <= from).

@@ -1,16 +1,14 @@
-// Large buffers that the evaluator and its results reader fill once (columns of every result,
-// match outcomes, precision arrays): reserved with a request for transparent huge pages, so a
-// fresh process takes one page fault per 2 MiB instead of one per 4 KiB. Without it a single
-// `detrain eval` of 500k results spends about a fifth of its CPU time faulting in zeroed pages.
-// Only a hint (Linux madvise; ignored where THP is off or unsupported): contents, and so
-// results, never depend on it.
+// Buffers that the evaluator and its results reader size once and then fill completely (columns
+// of every result, match outcomes, precision arrays): allocated without a second zero fill.
+//
+// They get the kernel's default pages. Transparent huge pages were advised on them until
+// 2026-12-04 and dropped: on the project's VMs, whose balloon reports free 2 MiB blocks back to
+// the host, a fresh process faulting in huge pages paid more than it saved (one `detrain eval`
+// of 500k results: evaluate + accumulate + summarize 0.116 s median with them, 0.084 s without;
+// docs/perf/2026-12-04-evaluator-page-reporting.md).
 #pragma once
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstddef>
-#include <cstdint>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -18,40 +16,6 @@
 #include <vector>
 
 namespace detrain::eval {
-
-// Below this a buffer cannot hold a whole aligned 2 MiB page.
-constexpr size_t kHugePageWorthBytes = size_t{4} << 20;
-
-// Advises the whole pages inside [data, data + bytes) for huge pages.
-inline void advise_huge_pages(const void* data, size_t bytes) {
-#if defined(MADV_HUGEPAGE)
-  if (bytes < kHugePageWorthBytes) return;
-  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
-  const auto end = (reinterpret_cast<uintptr_t>(data) + bytes) / page * page;
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-#else
-  (void)data;
-  (void)bytes;
-#endif
-}
-
-// v.reserve(n), huge pages advised before anything touches the new buffer. For an empty vector
-// (or one that must grow); its elements are unchanged.
-template <class T, class Allocator>
-void reserve_large(std::vector<T, Allocator>& v, size_t n) {
-  if (n <= v.capacity()) return;
-  v.reserve(n);
-  advise_huge_pages(v.data() + v.size(), (v.capacity() - v.size()) * sizeof(T));
-}
-
-// v.assign(n, value) into a huge-page-advised buffer.
-// v.resize(n) into a huge-page-advised buffer (for a vector that is empty or must grow).
-template <class T, class Allocator>
-void resize_large(std::vector<T, Allocator>& v, size_t n) {
-  reserve_large(v, n);
-  v.resize(n);
-}
 
 // An allocator whose resize() default-initialises new elements (no zeroing for plain numbers):
 // for the evaluator's internal buffers whose every element is written before it is read, so
