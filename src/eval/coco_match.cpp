@@ -183,6 +183,45 @@ void match_cell_without_gts(const CellDets& dets, const MatchSetup& setup, Outco
   }
 }
 
+namespace {
+
+// evaluateImg's pick for one detection, read as it is written: GTs in gt_order (regular ones,
+// then ignored ones), each taken when not already matched (crowds can be taken again) and its
+// IoU is at least the best so far (the threshold to begin with). Used for cells with a NaN
+// IoU, which passes every comparison and so defeats the ranked lists below. Returns the GT or -1.
+int pick_by_scan(const double* row, double threshold, const CellGts& gts, const MatchScratch& s) {
+  int match = -1;
+  double best = threshold;
+  for (int o = 0; o < gts.count; ++o) {
+    const int g = s.gt_order[o];
+    if (s.gt_matched[g] && !gts.crowd[g]) continue;
+    // Once matched to a regular GT, the ignored GTs (sorted last) cannot take over.
+    if (match >= 0 && !s.gt_ignored[match] && s.gt_ignored[g]) break;
+    if (row[g] < best) continue;
+    best = row[g];  // >=: among equal IoUs the later GT wins
+    match = g;
+  }
+  return match;
+}
+
+// The same pick from the detection's ranked list (IoU descending, later GT first among equals:
+// the order in which the scan above would prefer them): the first available regular GT at or
+// above the threshold, else the first available ignored one. gt_order keeps file order within
+// the regular and the ignored GTs, so "later" is the same in both orders.
+int pick_by_rank(const RankedGt* ranked, const RankedGt* ranked_end, double threshold,
+                 const CellGts& gts, const MatchScratch& s) {
+  int ignored_pick = -1;
+  for (const RankedGt* r = ranked; r != ranked_end && r->iou >= threshold; ++r) {
+    const int g = r->gt;
+    if (s.gt_matched[g] && !gts.crowd[g]) continue;
+    if (!s.gt_ignored[g]) return g;
+    if (ignored_pick < 0) ignored_pick = g;
+  }
+  return ignored_pick;
+}
+
+}  // namespace
+
 void match_cell(const CellGts& gts, const CellDets& dets, const double* ious,
                 const MatchSetup& setup, OutcomeWord* outcome, int32_t* npig, MatchScratch& s) {
   const int num_gt = gts.count;
@@ -191,20 +230,39 @@ void match_cell(const CellGts& gts, const CellDets& dets, const double* ious,
   const size_t num_a = setup.areas.size();
   const int words = setup.words;
 
-  // A detection whose best IoU is below a threshold cannot match at it: it is a false positive,
-  // or ignored when its own area is out of range. Only the others (candidates) are scanned.
+  // A detection whose best IoU is below every threshold cannot match: it is a false positive,
+  // or ignored when its own area is out of range. Only the others (candidates) are matched,
+  // each from its GTs at or above the lowest threshold, ranked once for every area range and
+  // threshold (most detections of a crowded image reach one or two GTs, out of all of them).
   s.best_iou.resize(static_cast<size_t>(num_dt));
   s.candidates.clear();
+  s.ranked.clear();
+  s.ranked_begin.clear();
+  bool any_nan = false;
   for (int d = 0; d < num_dt && num_gt > 0; ++d) {
+    const double* row = ious + static_cast<size_t>(d) * num_gt;
     double best = -1.0;
     for (int g = 0; g < num_gt; ++g) {
-      const double iou = ious[static_cast<size_t>(d) * num_gt + g];
+      any_nan |= std::isnan(row[g]);
       // A NaN (from infinite coordinates) passes pycocotools' `iou < best` test: keep it.
-      best = std::isnan(iou) ? HUGE_VAL : std::max(best, iou);
+      best = std::isnan(row[g]) ? HUGE_VAL : std::max(best, row[g]);
     }
     s.best_iou[d] = best;
-    if (best >= setup.lowest_threshold) s.candidates.push_back(d);
+    if (!(best >= setup.lowest_threshold)) continue;
+    s.candidates.push_back(d);
+    s.ranked_begin.push_back(static_cast<int>(s.ranked.size()));
+    for (int g = num_gt - 1; g >= 0; --g)  // later GTs first, kept first by the stable sort
+      if (row[g] >= setup.lowest_threshold) s.ranked.push_back({row[g], g});
+    // Insertion sort, stable (the lists are short): IoU descending.
+    for (size_t i = static_cast<size_t>(s.ranked_begin.back()) + 1; i < s.ranked.size(); ++i) {
+      const RankedGt x = s.ranked[i];
+      size_t k = i;
+      for (; k > static_cast<size_t>(s.ranked_begin.back()) && s.ranked[k - 1].iou < x.iou; --k)
+        s.ranked[k] = s.ranked[k - 1];
+      s.ranked[k] = x;
+    }
   }
+  s.ranked_begin.push_back(static_cast<int>(s.ranked.size()));
 
   s.gt_ignored.resize(static_cast<size_t>(num_gt));
   s.gt_order.resize(static_cast<size_t>(num_gt));
@@ -224,36 +282,48 @@ void match_cell(const CellGts& gts, const CellDets& dets, const double* ious,
       if (s.gt_ignored[g]) s.gt_order[count++] = g;
     if (s.candidates.empty()) continue;
 
-    for (size_t t = 0; t < num_t; ++t) {
+    // The greedy matching at threshold t is also the one at every t' >= t up to the lowest IoU
+    // it matched: each pick is the best available GT at or above t, and when that is at or
+    // above t' it is the best one at or above t' too, leaving the same GTs to the detections
+    // after it. Runs of such thresholds are matched once. A NaN IoU breaks the argument (NaN
+    // wins every comparison): such cells match each threshold on its own.
+    for (size_t t = 0; t < num_t;) {
       const double threshold = setup.thresholds[t];
       std::fill(s.gt_matched.begin(), s.gt_matched.end(), 0);
-      for (const int d : s.candidates) {
+      s.matches.clear();
+      double lowest_match = HUGE_VAL;
+      for (size_t c = 0; c < s.candidates.size(); ++c) {
+        const int d = s.candidates[c];
         if (s.best_iou[d] < threshold) continue;
         const double* row = ious + static_cast<size_t>(d) * num_gt;
-        int match = -1;  // position in gt_order
-        double best = threshold;
-        for (int o = 0; o < num_gt; ++o) {
-          const int g = s.gt_order[o];
-          if (s.gt_matched[o] && !gts.crowd[g]) continue;
-          // Once matched to a regular GT, the ignored GTs (sorted last) cannot take over.
-          if (match >= 0 && !s.gt_ignored[s.gt_order[match]] && s.gt_ignored[g]) break;
-          if (row[g] < best) continue;
-          best = row[g];  // >=: among equal IoUs the later GT wins
-          match = o;
-        }
-        if (match < 0) continue;
-        s.gt_matched[match] = 1;
-        const int g = s.gt_order[match];
+        const int g =
+            any_nan ? pick_by_scan(row, threshold, gts, s)
+                    : pick_by_rank(s.ranked.data() + s.ranked_begin[c],
+                                   s.ranked.data() + s.ranked_begin[c + 1], threshold, gts, s);
+        if (g < 0) continue;
+        s.gt_matched[g] = 1;
+        s.matches.push_back({d, g});
+        lowest_match = std::fmin(lowest_match, row[g]);
+      }
+      size_t end = t + 1;  // thresholds [t, end) share this matching
+      if (!any_nan)
+        while (end < num_t && setup.thresholds[end] >= threshold &&
+               setup.thresholds[end] <= lowest_match)
+          ++end;
+      for (const auto& [d, g] : s.matches) {
         const bool out_of_range = dets.area[d] < lo || dets.area[d] > hi;
         // A match to GT id 0 counts as unmatched (pycocotools stores matches by GT id).
         const bool ignored = s.gt_ignored[g] || (gts.id_is_zero[g] && out_of_range);
         const bool true_positive = !ignored && !gts.id_is_zero[g];
         OutcomeWord* bits = outcome + outcome_offset(static_cast<size_t>(d), a, num_a, words);
-        const size_t w = t / kOutcomeWordBits;
-        const OutcomeWord bit = OutcomeWord{1} << (t % kOutcomeWordBits);
-        bits[words + w] = ignored ? bits[words + w] | bit : bits[words + w] & ~bit;
-        if (true_positive) bits[w] |= bit;
+        for (size_t u = t; u < end; ++u) {
+          const size_t w = u / kOutcomeWordBits;
+          const OutcomeWord bit = OutcomeWord{1} << (u % kOutcomeWordBits);
+          bits[words + w] = ignored ? bits[words + w] | bit : bits[words + w] & ~bit;
+          if (true_positive) bits[w] |= bit;
+        }
       }
+      t = end;
     }
   }
 }

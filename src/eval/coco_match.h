@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "eval/coco_types.h"
@@ -74,12 +75,21 @@ struct MatchSetup {
 MatchSetup make_match_setup(const std::vector<double>& iou_thresholds,
                             const std::vector<AreaRange>& areas);
 
+// A GT within a detection's reach (IoU at or above the lowest threshold).
+struct RankedGt {
+  double iou;
+  int gt;
+};
+
 struct MatchScratch {
   std::vector<double> best_iou;
   std::vector<int> candidates;
+  std::vector<RankedGt> ranked;   // per candidate, its reachable GTs in the matcher's preference
+  std::vector<int> ranked_begin;  // [candidates + 1] offsets into ranked
   std::vector<uint8_t> gt_ignored;
   std::vector<int32_t> gt_order;
   std::vector<uint8_t> gt_matched;
+  std::vector<std::pair<int, int>> matches;  // (detection, GT) at one threshold
 };
 
 // Runs evaluateImg's matcher for every area range a and threshold t. Writes the outcome bits

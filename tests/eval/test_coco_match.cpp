@@ -3,6 +3,8 @@
 // crowds, closed area ranges, GT id 0), numpy-exact summation and the default thresholds.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <random>
+#include <string>
 
 #include "eval/coco_match.h"
 #include "eval/coco_numeric.h"
@@ -318,4 +320,101 @@ TEST_CASE("coco oks shortcut changes only values below the floor", "[unit][eval]
     CHECK(exact.front() == 1.0);
     CHECK(skipped > 0);  // the far ones took the shortcut
   }
+}
+
+namespace {
+
+// pycocotools' evaluateImg for one cell, written out loop by loop as in cocoeval.py (no
+// candidates, no ranked lists, no shared thresholds): the reference for the matcher above.
+// Returns 'T', 'F' or 'I' per [d][a][t].
+std::vector<std::vector<std::string>> evaluate_img_reference(const Gts& gts,
+                                                             const std::vector<double>& det_area,
+                                                             const std::vector<double>& ious,
+                                                             const std::vector<double>& thresholds,
+                                                             const std::vector<AreaRange>& areas) {
+  const int G = static_cast<int>(gts.area.size()), D = static_cast<int>(det_area.size());
+  std::vector<std::vector<std::string>> out(
+      static_cast<size_t>(D),
+      std::vector<std::string>(areas.size(), std::string(thresholds.size(), 'F')));
+  for (size_t a = 0; a < areas.size(); ++a) {
+    std::vector<int> ig(static_cast<size_t>(G)), gtind;
+    for (int g = 0; g < G; ++g)
+      ig[g] = gts.ignore[g] || gts.area[g] < areas[a].lo || gts.area[g] > areas[a].hi;
+    for (int pass = 0; pass < 2; ++pass)  // np.argsort(_ignore, kind='mergesort')
+      for (int g = 0; g < G; ++g)
+        if (ig[g] == pass) gtind.push_back(g);
+    for (size_t t = 0; t < thresholds.size(); ++t) {
+      std::vector<int> gtm(static_cast<size_t>(G), 0);  // matched det id (ids from 1), 0: none
+      for (int d = 0; d < D; ++d) {
+        double iou = std::min(thresholds[t], 1 - 1e-10);
+        int m = -1;
+        for (const int g : gtind) {
+          if (gtm[g] > 0 && !gts.crowd[g]) continue;
+          if (m > -1 && ig[m] == 0 && ig[g] == 1) break;
+          if (ious[static_cast<size_t>(d) * G + g] < iou) continue;
+          iou = ious[static_cast<size_t>(d) * G + g];
+          m = g;
+        }
+        bool dt_ig = false, matched_id = false;
+        if (m != -1) {
+          dt_ig = ig[m] != 0;
+          matched_id = !gts.id_is_zero[m];
+          gtm[m] = d + 1;
+        }
+        const bool out_of_range = det_area[d] < areas[a].lo || det_area[d] > areas[a].hi;
+        dt_ig = dt_ig || (!matched_id && out_of_range);
+        out[d][a][t] = dt_ig ? 'I' : matched_id ? 'T' : 'F';
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("coco matcher equals evaluateImg's loops on random cells", "[unit][eval]") {
+  // Random cells made to hit the matcher's corners: IoUs on a coarse grid (ties, values exactly
+  // on a threshold), crowds, ignored GTs, GT id 0, areas on and across the range bounds, the
+  // odd NaN, and besides COCO's ten thresholds unsorted ones with repeats.
+  std::mt19937 rng(20261204);
+  const std::vector<AreaRange> areas = {
+      {"all", 0, 1e10}, {"small", 0, 1024}, {"medium", 1024, 9216}, {"large", 9216, 1e10}};
+  const std::vector<double> area_values = {100, 1024, 2000, 9216, 20000};
+  const std::vector<double> coco_thresholds = numpy_linspace(0.5, 0.95, 10);
+  const auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  int cells = 0, matched_somewhere = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    Gts gts;
+    const int G = pick(9), D = pick(13);
+    for (int g = 0; g < G; ++g) {
+      const bool crowd = pick(8) == 0, zero_id = pick(20) == 0;
+      gts.add(area_values[static_cast<size_t>(pick(5))], crowd, zero_id);
+      if (!crowd && pick(10) == 0) gts.ignore.back() = 1;  // keypoints: num_keypoints == 0
+    }
+    std::vector<double> det_area(static_cast<size_t>(D)), ious(static_cast<size_t>(D * G));
+    for (auto& v : det_area) v = area_values[static_cast<size_t>(pick(5))];
+    const bool with_nan = pick(25) == 0;
+    for (auto& v : ious) v = pick(3) == 0 ? 0.0 : 0.05 * (6 + pick(15));  // 0.3 .. 1.0
+    if (with_nan && !ious.empty())
+      ious[static_cast<size_t>(pick(static_cast<int>(ious.size())))] = NAN;
+    std::vector<double> thresholds = coco_thresholds;
+    if (trial % 3 == 0) {
+      thresholds.clear();
+      for (int t = 0, n = 1 + pick(6); t < n; ++t) thresholds.push_back(0.05 * (8 + pick(12)));
+    }
+    const auto m = run_match(gts, det_area, ious, thresholds, areas);
+    const auto ref = evaluate_img_reference(gts, det_area, ious, thresholds, areas);
+    bool any_tp = false;
+    for (int d = 0; d < D; ++d)
+      for (int a = 0; a < 4; ++a)
+        for (int t = 0; t < static_cast<int>(thresholds.size()); ++t) {
+          INFO("trial " << trial << " det " << d << " area " << a << " threshold " << t);
+          REQUIRE(m.at(d, a, t) == ref[d][a][t]);
+          any_tp |= ref[d][a][t] == 'T';
+        }
+    ++cells;
+    matched_somewhere += any_tp;
+  }
+  CHECK(cells == 4000);
+  CHECK(matched_somewhere > 1000);  // the cells do exercise matching, not only misses
 }
