@@ -5,7 +5,8 @@
 # plots and weights are. Extra arguments are config overrides, e.g. `scripts/demo.sh train.epochs=3`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+# Only what the demo needs: no test or reference environments.
+scripts/setup.sh --demo
 # Its own folder: the tests-off configuration must not reconfigure a developer's build/.
 build_dir=${DETRAIN_BUILD_DIR:-build-demo}
 echo "demo.sh: configure + build in $build_dir"

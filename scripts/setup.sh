@@ -5,7 +5,17 @@
 # through sudo. Nothing is downloaded except through apt and pip.
 # Environment: DETRAIN_TORCH_VENV (default .venv), DETRAIN_TORCH_VERSION (default 2.11.0: the
 # version the lent GPU machines carry, with CUDA 13).
+# `setup.sh --demo` installs only what building and running detrain needs (Debian packages and
+# the torch wheel): scripts/demo.sh uses it. Without it the test environments follow (.venv-test:
+# onnx, onnxruntime, tensorboard; .venv-ref: the Python reference and the COCO evaluators).
 set -euo pipefail
+demo_only=0
+if [[ "${1:-}" == "--demo" ]]; then
+  demo_only=1
+elif [[ $# -gt 0 ]]; then
+  echo "setup.sh: unknown argument '$1' (the only one is --demo: what the demo needs, no test environments)" >&2
+  exit 2
+fi
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="${DETRAIN_TORCH_VENV:-$root/.venv}"
 torch_version="${DETRAIN_TORCH_VERSION:-2.11.0}"
@@ -80,14 +90,17 @@ if ! have_pinned_torch; then
   echo "setup.sh: done"
 fi
 
-# ---- test-only runtimes for `detrain export` (tests/export) ----------------------------------
-# onnx (checker) and onnxruntime, which nobody here wrote, check the exported ONNX files. They
+[[ $demo_only -eq 1 ]] && exit 0
+
+# ---- test-only runtimes: `detrain export` (tests/export) and TensorBoard files (tests/report) --
+# onnx (checker) and onnxruntime, which nobody here wrote, check the exported ONNX files;
+# tensorboard's own reader (EventAccumulator) reads back the event files a run writes. They
 # live in their own environment, .venv-test, so the torch venv stays as pinned; the export tests
 # skip visibly when it is missing. DETRAIN_TEST_VENV picks another folder.
 test_venv="${DETRAIN_TEST_VENV:-$root/.venv-test}"
-test_pins=(onnx==1.17.0 onnxruntime==1.20.1 numpy==1.26.4)
+test_pins=(onnx==1.17.0 onnxruntime==1.20.1 numpy==1.26.4 tensorboard==2.18.0)
 if ! { [[ -x "$test_venv/bin/python" ]] &&
-       "$test_venv/bin/python" -c 'import onnx, onnxruntime, numpy' 2>/dev/null; }; then
+       "$test_venv/bin/python" -c 'import onnx, onnxruntime, numpy, tensorboard' 2>/dev/null; }; then
   echo "setup.sh: creating the test environment $test_venv (${test_pins[*]})"
   python3 -m venv "$test_venv"
   if ! "$test_venv/bin/python" -m pip install -q --disable-pip-version-check "${test_pins[@]}"; then
