@@ -100,7 +100,9 @@ void ProgressLine::header(const std::vector<std::string>& loss_names) {
 }
 
 void ProgressLine::update(const ProgressState& state) {
-  if (mode_ == ProgressMode::kOff) return;
+  // The epoch's last iteration is finish()'s line: shown here too, a plain line whose interval
+  // had passed (or the first of a one-batch epoch) printed the 100 % line twice.
+  if (mode_ == ProgressMode::kOff || (state.total > 0 && state.iter >= state.total)) return;
   const double now = clock_();
   const double interval = mode_ == ProgressMode::kLive ? kLiveRefreshS : interval_s_;
   if (now - last_emit_s_ < interval) return;

@@ -52,7 +52,7 @@ class ProgressLine {
 
   // Column header, printed once per epoch before the first line (not in kOff mode).
   void header(const std::vector<std::string>& loss_names);
-  // Shows `state` if the mode's refresh interval has passed (live: 0.1 s, plain: interval).
+  // Shows `state` after the refresh interval (live: 0.1 s, plain: interval); not iter == total.
   void update(const ProgressState& state);
   // The epoch's final line, always shown (except kOff); ends the live line with '\n'.
   void finish(const ProgressState& state);

@@ -79,6 +79,41 @@ TEST_CASE("live progress rewrites one line and plain prints at intervals", "[uni
   CHECK(off_out.str().empty());
 }
 
+TEST_CASE("the 100 % line is printed once per epoch", "[unit][common]") {
+  // An epoch whose last iteration is also its first line (a one-batch epoch), one whose last
+  // update falls after the plain interval (50 iterations of 2 s, a line every 14 s: t = 2, 16,
+  // ..., 100 = the 50th), and one where it does not: finish() alone shows the last iteration.
+  auto hundred_percent = [](ProgressMode mode, bool is_tty, int64_t total, double interval) {
+    double now = 0;
+    std::ostringstream out;
+    ProgressLine line(mode, out, is_tty, interval, [&] { return now; });
+    for (int64_t epoch = 0; epoch < 2; ++epoch) {
+      line.header({"box", "cls"});
+      ProgressState s = state(0);
+      s.epoch = epoch;
+      s.total = total;
+      for (int64_t i = 1; i <= total; ++i) {
+        now += 2.0;
+        s.iter = i;
+        line.update(s);
+      }
+      line.finish(s);
+    }
+    const std::string text = out.str();
+    size_t n = 0;
+    for (size_t at = text.find("100%"); at != std::string::npos; at = text.find("100%", at + 1))
+      ++n;
+    return n;
+  };
+  for (const double interval : {30.0, 14.0}) {
+    INFO("interval " << interval);
+    CHECK(hundred_percent(ProgressMode::kPlain, false, 1, interval) == 2);  // once per epoch
+    CHECK(hundred_percent(ProgressMode::kPlain, false, 50, interval) == 2);
+    // Live: the line is drawn at 100 % once too (then ended with '\n'), not redrawn over itself.
+    CHECK(hundred_percent(ProgressMode::kLive, true, 50, interval) == 2);
+  }
+}
+
 TEST_CASE("progress mode parsing names the key", "[unit][common]") {
   CHECK(parse_progress_mode("plain") == ProgressMode::kPlain);
   CHECK(parse_progress_mode("off") == ProgressMode::kOff);
