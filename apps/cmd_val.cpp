@@ -14,7 +14,7 @@
 #include "eval/predictions_json.h"
 #include "infer/class_table.h"
 #include "model/precision.h"
-#include "report/run_dir.h"
+#include "report/numbered_dir.h"
 #include "report/val_plots.h"
 #include "tasks/inference_model.h"
 #include "tasks/validation_run.h"
@@ -59,8 +59,9 @@ int run_val(const ValArgs& args) {
   std::optional<report::ValPlots> plots;
   std::string plots_dir;
   if (args.plots) {
-    plots_dir =
-        args.out.empty() ? report::create_run_dir(x.train.project, "val", false).dir : args.out;
+    plots_dir = args.out.empty()
+                    ? report::create_numbered_dir(args.config.project(overrides), "val", false)
+                    : args.out;
     ensure_writable_dir(plots_dir);
     plots.emplace(dataset, validation.records(), plots_dir, x.train.plot_batches);
   }

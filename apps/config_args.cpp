@@ -28,8 +28,9 @@ void ConfigArgs::add_to(CLI::App* app) {
                   "(epochs=3 imgsz=320 model=best.pt data=my.yaml; docs/ultralytics-args.md)");
 }
 
-std::vector<std::string> ConfigArgs::user_overrides() const {
-  std::vector<std::string> out, flat;
+config::TranslatedArgs ConfigArgs::translated() const {
+  config::TranslatedArgs out;
+  std::vector<std::string> flat;
   // Ultralytics' arguments belong to its modes; elsewhere (config show, bench) a bare key keeps
   // detrain's rule (the one section that has it, config/resolve.cpp).
   const bool ultralytics_mode =
@@ -37,11 +38,13 @@ std::vector<std::string> ConfigArgs::user_overrides() const {
   auto flush = [&] {
     if (flat.empty()) return;
     if (!ultralytics_mode) {
-      out.insert(out.end(), flat.begin(), flat.end());
+      out.overrides.insert(out.overrides.end(), flat.begin(), flat.end());
       flat.clear();
       return;
     }
-    for (auto& o : config::translate_ultralytics_args(flat, command)) out.push_back(std::move(o));
+    config::TranslatedArgs t = config::translate_ultralytics_args(flat, command);
+    for (auto& o : t.overrides) out.overrides.push_back(std::move(o));
+    for (auto& [name, value] : t.own) out.own[name] = std::move(value);
     flat.clear();
   };
   for (const std::string& o : overrides) {
@@ -50,19 +53,28 @@ std::vector<std::string> ConfigArgs::user_overrides() const {
     const std::string value = eq == std::string::npos ? "" : o.substr(eq + 1);
     if (key == "model" && eq != std::string::npos) {
       flush();
-      out.push_back((names_weights(value) ? "model.weights=" : "model.arch=") + value);
+      out.overrides.push_back((names_weights(value) ? "model.weights=" : "model.arch=") + value);
     } else if (key == "data" && eq != std::string::npos) {
       flush();
-      out.push_back("data.dataset=" + value);
+      out.overrides.push_back("data.dataset=" + value);
     } else if (key.find('.') != std::string::npos) {
       flush();
-      out.push_back(o);
+      out.overrides.push_back(o);
     } else {
       flat.push_back(o);
     }
   }
   flush();
   return out;
+}
+
+std::vector<std::string> ConfigArgs::user_overrides() const {
+  config::TranslatedArgs t = translated();
+  // The table gives own arguments to predict only, which calls translated() itself.
+  if (!t.own.empty())
+    throw Error(ExitCode::kInternal, "detrain " + command + ": `" + t.own.begin()->first +
+                                         "` was translated as an option this command lacks");
+  return std::move(t.overrides);
 }
 
 std::string ConfigArgs::take_weights(std::vector<std::string>& translated,
@@ -81,6 +93,13 @@ std::string ConfigArgs::take_weights(std::vector<std::string>& translated,
                                       ": give the weights, as -w FILE or model=FILE " +
                                       "(an Ultralytics .pt, a checkpoint or a run directory)");
   return weights;
+}
+
+std::string ConfigArgs::project(const std::vector<std::string>& translated) const {
+  std::vector<std::string> project_words;
+  for (const std::string& o : translated)
+    if (o.rfind("train.project=", 0) == 0) project_words.push_back(o);
+  return config::resolve(config_file, project_words).experiment.train.project;
 }
 
 config::ResolvedConfig ConfigArgs::resolve() const {

@@ -28,6 +28,7 @@ constexpr const char* kCommandNames[] = {"train", "val", "predict", "export"};
 enum class Value {
   kCaller,       // model, data: translated by the caller
   kUnsupported,  // no detrain key; `note` says why
+  kFlag,         // a command-line option of detrain instead; `note` says which
   kInt,
   kFloat,
   kBool,  // True/False in any case, as Ultralytics' smart_value
@@ -54,7 +55,9 @@ struct Arg {
   const char* note;               // the translation's rules, or why detrain has no key
   const char* alt_key = nullptr;  // a second key for other commands (conf: val.predict_conf)
   unsigned alt_commands = 0;
-  const char* elsewhere = nullptr;  // what to use in the commands neither key reaches
+  const char* elsewhere = nullptr;   // what to use in the commands neither key reaches
+  unsigned own_commands = 0;         // commands that read the argument themselves (source=)
+  const char* own_option = nullptr;  // the option it stands for there, or what it sets
 };
 
 constexpr const char* kSegment = "segmentation tasks are not supported";
@@ -91,14 +94,14 @@ const Arg kArgs[] = {
      "training uses twice it, as Ultralytics; AutoBatch (-1 or a GPU-memory fraction) is not "
      "supported",
      "val.batch", kVal,
-     "detrain predict batches up to 8 images itself; detrain export takes --batch N or "
-     "--dynamic"},
+     "detrain predict runs one image at a time (yolo predict's batch=1); detrain export takes "
+     "--batch N or --dynamic"},
     {"imgsz", "640", Value::kImgsz, "data.imgsz", kAll,
      "square only: [h, w] needs h == w; a multiple of 32 (Ultralytics rounds up, detrain says "
      "so)"},
-    {"save", "True", Value::kUnsupported, nullptr, 0,
-     "always on: training writes last.ckpt and best.ckpt, predict writes predictions.json "
-     "(detrain predict --no-draw skips the drawn images)"},
+    {"save", "True", Value::kBool, nullptr, 0,
+     "predict: False writes no drawn images (as --no-draw); predictions.json is always written",
+     nullptr, 0, "training always writes last.ckpt and best.ckpt", kPredict, "--no-draw"},
     {"save_period", "-1", Value::kPeriod, "train.save_period", kTrain,
      "< 1 -> 0 (off); the copies are weights/epochN.ckpt after the N-th epoch counted from 1, "
      "where Ultralytics names them from 0 (epoch0.pt after the first)"},
@@ -108,14 +111,18 @@ const Arg kArgs[] = {
      "0 -> cuda:0, cuda:N, cuda, cpu; several GPUs (0,1) run as detrain train --nproc 2 "
      "runtime.device=cuda; None and -1 (automatic choice), mps, npu and xpu are not supported",
      nullptr, 0, "detrain export runs on the CPU"},
-    {"workers", "8", Value::kInt, "data.workers", kTVP,
-     "loader threads per rank (Ultralytics: worker processes per rank)"},
-    {"project", "None", Value::kText, "train.project", kTV,
+    {"workers", "8", Value::kInt, "data.workers", kTV,
+     "loader threads per rank (Ultralytics: worker processes per rank)", nullptr, 0,
+     "detrain predict decodes the next image on one thread while the model runs"},
+    {"project", "None", Value::kText, "train.project", kTVP,
      "None -> runs; run directories are <project>/<name> (Ultralytics adds the task: "
-     "runs/detect/<name>); val: where --plots writes"},
-    {"name", "None", Value::kText, "train.name", kTrain, "None -> train", nullptr, 0,
-     "detrain val names its folder with --plots -o DIR"},
-    {"exist_ok", "False", Value::kBool, "train.exist_ok", kTrain, ""},
+     "runs/detect/<name>); val: where --plots writes; predict: where its folder goes unless -o"},
+    {"name", "None", Value::kText, "train.name", kTrain,
+     "None -> train, or predict for detrain predict; numbered (train2, predict2, ...) unless "
+     "exist_ok",
+     nullptr, 0, "detrain val names its folder with --plots -o DIR", kPredict, "its folder name"},
+    {"exist_ok", "False", Value::kBool, "train.exist_ok", kTrain, "", nullptr, 0, nullptr, kPredict,
+     "reuse its folder"},
     {"pretrained", "True", Value::kUnsupported, nullptr, 0,
      "initial weights follow model= (an architecture YAML trains from scratch, weights or a "
      "checkpoint start from them) or model.weights=FILE"},
@@ -124,8 +131,7 @@ const Arg kArgs[] = {
     {"optimizer", "auto", Value::kOptimizer, "optim.optimizer", kTrain,
      "SGD, MuSGD, AdamW, auto (any case); Adam, Adamax, NAdam, RAdam and RMSProp are not "
      "supported"},
-    {"verbose", "True", Value::kUnsupported, nullptr, 0,
-     "a global flag of detrain: -v/--verbose or -q/--quiet"},
+    {"verbose", "True", Value::kFlag, nullptr, 0, "-v/--verbose or -q/--quiet (any command)"},
     {"seed", "0", Value::kInt, "runtime.seed", kTrain, ""},
     {"deterministic", "True", Value::kBool, "runtime.deterministic", kTrain,
      "as Ultralytics, training only; runtime.deterministic_warn_only=false makes an operation "
@@ -133,12 +139,14 @@ const Arg kArgs[] = {
     {"single_cls", "False", Value::kBool, "data.single_cls", kTV, ""},
     {"rect", "False", Value::kUnsupported, nullptr, 0,
      "rectangular training batches are not supported; validation always uses rect batches, "
-     "as Ultralytics' (val.rect)"},
+     "as Ultralytics' (val.rect), and predict letterboxes with minimal padding as yolo "
+     "predict's rect=True"},
     {"cos_lr", "False", Value::kBool, "train.cos_lr", kTrain, ""},
     {"close_mosaic", "10", Value::kInt, "augment.close_mosaic", kTrain,
      "0 keeps mosaic on, as Ultralytics"},
-    {"resume", "False", Value::kUnsupported, nullptr, 0,
-     "a flag of detrain: detrain train --resume RUN_DIR or CKPT"},
+    {"resume", "False", Value::kFlag, nullptr, 0,
+     "continue a run with detrain train --resume RUN_DIR (runs/train, or its "
+     "weights/last.ckpt)"},
     {"amp", "True", Value::kAmp, "train.precision", kTVP,
      "True and bf16 -> bf16 (detrain's mixed precision is BF16 autocast), False and fp32 -> "
      "fp32; fp16 is not supported; val runs inference with it too, predict in fp32 as Ultralytics "
@@ -185,8 +193,10 @@ const Arg kArgs[] = {
      nullptr, 0,
      "detrain predict and export always use the NMS-free head of end-to-end models (NMS for "
      "the others)"},
-    {"source", "None", Value::kUnsupported, nullptr, 0,
-     "a flag of detrain: detrain predict -s/--source"},
+    {"source", "None", Value::kText, nullptr, 0,
+     "an image, a folder or a quoted pattern (\"dir/*.jpg\"); videos, streams, URLs and "
+     "screenshots are not supported",
+     nullptr, 0, nullptr, kPredict, "-s/--source"},
     {"vid_stride", "1", Value::kUnsupported, nullptr, 0, kVideo},
     {"stream_buffer", "False", Value::kUnsupported, nullptr, 0, kVideo},
     {"visualize", "False", Value::kUnsupported, nullptr, 0,
@@ -200,10 +210,10 @@ const Arg kArgs[] = {
     {"retina_masks", "False", Value::kUnsupported, nullptr, 0, kSegment},
     {"embed", "None", Value::kUnsupported, nullptr, 0, "feature embeddings are not supported"},
     {"show", "False", Value::kUnsupported, nullptr, 0,
-     "not supported: detrain predict writes the drawn images to -o instead"},
+     "not supported: detrain predict writes the drawn images to its folder instead"},
     {"save_frames", "False", Value::kUnsupported, nullptr, 0, kVideo},
-    {"save_txt", "False", Value::kUnsupported, nullptr, 0,
-     "a flag of detrain: detrain predict --save-txt"},
+    {"save_txt", "False", Value::kBool, nullptr, 0, "labels/<name>.txt per image in YOLO format",
+     nullptr, 0, nullptr, kPredict, "--save-txt"},
     {"save_conf", "False", Value::kUnsupported, nullptr, 0,
      "not supported yet (--save-txt writes class and box without the confidence)"},
     {"save_crop", "False", Value::kUnsupported, nullptr, 0,
@@ -216,17 +226,16 @@ const Arg kArgs[] = {
      "always on: drawn images show the boxes"},
     {"line_width", "None", Value::kUnsupported, nullptr, 0,
      "not supported (the drawn line width is fixed by detrain)"},
-    {"format", "torchscript", Value::kUnsupported, nullptr, 0,
-     "a flag of detrain: detrain export -f onnx (the default) or safetensors; the other formats "
+    {"format", "torchscript", Value::kFlag, nullptr, 0,
+     "detrain export -f onnx (the default) or safetensors; the other formats "
      "are not supported"},
     {"optimize", "False", Value::kUnsupported, nullptr, 0, "DEEPX export is not supported"},
-    {"dynamic", "False", Value::kUnsupported, nullptr, 0,
-     "a flag of detrain: detrain export --dynamic (a free batch dimension; height and width stay "
+    {"dynamic", "False", Value::kFlag, nullptr, 0,
+     "detrain export --dynamic (a free batch dimension; height and width stay "
      "fixed)"},
     {"simplify", "True", Value::kUnsupported, nullptr, 0,
      "not applicable: detrain writes the ONNX graph itself, with no onnxslim pass to switch"},
-    {"opset", "None", Value::kUnsupported, nullptr, 0,
-     "a flag of detrain: detrain export --opset N (17 to 21)"},
+    {"opset", "None", Value::kFlag, nullptr, 0, "detrain export --opset N (17 to 21)"},
     {"workspace", "None", Value::kUnsupported, nullptr, 0, "TensorRT export is not supported"},
     {"lr0", "0.01", Value::kFloat, "optim.lr0", kTrain,
      "optimizer=auto chooses its own, as Ultralytics"},
@@ -540,6 +549,7 @@ std::string translate_value(const Arg& a, const std::string& raw, unsigned comma
     }
     case Value::kCaller:
     case Value::kUnsupported:
+    case Value::kFlag:
       break;
   }
   throw ConfigError(q + ": internal error: no translation");  // unreachable: filtered earlier
@@ -579,25 +589,26 @@ std::string escape_cell(const std::string& text) {
 
 }  // namespace
 
-std::vector<std::string> translate_ultralytics_args(const std::vector<std::string>& args,
-                                                    const std::string& command) {
+TranslatedArgs translate_ultralytics_args(const std::vector<std::string>& args,
+                                          const std::string& command) {
   const unsigned bit = command_bit(command);
-  std::vector<std::string> out;
+  TranslatedArgs out;
   for (const std::string& arg : args) {
     const size_t eq = arg.find('=');
     const std::string name = trim(arg.substr(0, eq));
     if (name.find('.') != std::string::npos || name == "model" || name == "data") {
-      out.push_back(arg);
+      out.overrides.push_back(arg);
       continue;
     }
     const Arg* a = find_arg(name);
     if (!a) unknown_argument(name);
+    const bool refused = a->value == Value::kUnsupported || a->value == Value::kFlag;
     std::string value;
     if (eq == std::string::npos) {
       // Ultralytics turns a bare boolean argument into True and rejects any other bare one.
-      if (!is_bool_default(*a) && a->value != Value::kUnsupported)
+      if (!is_bool_default(*a) && !refused)
         throw ConfigError("`" + name + "` (Ultralytics) needs a value: " + name + "=" +
-                          a->default_value);
+                          (a->own_commands & bit ? "VALUE" : a->default_value));
       value = "True";
     } else {
       value = unquote(arg.substr(eq + 1));
@@ -605,10 +616,17 @@ std::vector<std::string> translate_ultralytics_args(const std::vector<std::strin
     }
     if (a->value == Value::kUnsupported)
       throw ConfigError("`" + name + "` (Ultralytics) is not supported by detrain: " + a->note);
-    const char* key = (a->commands & bit) ? a->key : (a->alt_commands & bit) ? a->alt_key : nullptr;
-    if (!key) {
+    if (a->value == Value::kFlag)
+      throw ConfigError(quoted(name, value) + " is a command-line option in detrain: " + a->note);
+    const bool own = (a->own_commands & bit) != 0;
+    const char* key = own                       ? nullptr
+                      : (a->commands & bit)     ? a->key
+                      : (a->alt_commands & bit) ? a->alt_key
+                                                : nullptr;
+    if (!key && !own) {
       std::string message = "`" + name + "` (Ultralytics) changes nothing in `detrain " + command +
-                            "` (it applies to " + command_list(a->commands | a->alt_commands) + ")";
+                            "` (it applies to " +
+                            command_list(a->commands | a->alt_commands | a->own_commands) + ")";
       if (a->elsewhere) message += ": " + std::string(a->elsewhere);
       throw ConfigError(message);
     }
@@ -618,10 +636,16 @@ std::vector<std::string> translate_ultralytics_args(const std::vector<std::strin
       if (std::string(a->default_value) != "None")
         throw ConfigError(quoted(name, value) + ": " + name + " must not be None (8.4.190's " +
                           "default is " + a->default_value + ")");
-      out.push_back(std::string(key) + "=" + detrain_defaults().at(key));
+      if (own)
+        out.own.erase(name);  // the command's default
+      else
+        out.overrides.push_back(std::string(key) + "=" + detrain_defaults().at(key));
       continue;
     }
-    out.push_back(std::string(key) + "=" + translate_value(*a, value, bit));
+    if (own)
+      out.own[name] = translate_value(*a, value, bit);
+    else
+      out.overrides.push_back(std::string(key) + "=" + translate_value(*a, value, bit));
   }
   return out;
 }
@@ -633,6 +657,9 @@ std::vector<UltralyticsArgInfo> ultralytics_arg_table() {
     info.name = a.name;
     info.default_value = a.default_value;
     info.caller_translates = a.value == Value::kCaller;
+    if (a.own_option) info.own_option = a.own_option;
+    for (unsigned i = 0; i < 4; ++i)
+      if (a.own_commands & (1u << i)) info.own_commands.emplace_back(kCommandNames[i]);
     info.note = a.note;
     auto add = [&](const char* key, unsigned commands) {
       if (!key) return;
@@ -669,7 +696,11 @@ word on a key wins:
   (`cos_lr`) means `True`, as in Ultralytics.
 - A dotted key (`train.precision=fp32`) is detrain's own (`configs/default.yaml` lists them all)
   and passes unchanged.
-- `model=` and `data=` are translated by the command line itself.
+- `model=` and `data=` are translated by the command line itself, and so are predict's own
+  arguments (`source=`, `save=`, `save_txt=`, `name=`, `exist_ok=`: the option named in the
+  table, where the argument and the option both given must agree):
+  `detrain predict model=best.pt source=photos conf=0.5 save_txt=True` writes
+  `runs/predict`, then `runs/predict2`, ... as `yolo predict` writes `runs/detect/predict`.
 - An argument detrain has no equivalent for is an error that names it and says why, and so is
   a value detrain cannot honour (`optimizer=Adam`, `device=mps`, `batch=-1`) and an unknown key
   (with the nearest Ultralytics argument or detrain key).
@@ -682,16 +713,17 @@ word on a key wins:
 | --- | --- | --- | --- |
 )";
   for (const Arg& a : kArgs) {
-    std::string key;
-    if (a.value == Value::kCaller) {
-      key = "the command line";
-    } else if (!a.key) {
-      key = "-";
-    } else {
-      key = "`" + std::string(a.key) + "` (" + command_list(a.commands) + ")";
-      if (a.alt_key)
-        key += ", `" + std::string(a.alt_key) + "` (" + command_list(a.alt_commands) + ")";
+    std::vector<std::string> keys;
+    if (a.value == Value::kCaller) keys.emplace_back("the command line");
+    if (a.key) keys.push_back("`" + std::string(a.key) + "` (" + command_list(a.commands) + ")");
+    if (a.alt_key)
+      keys.push_back("`" + std::string(a.alt_key) + "` (" + command_list(a.alt_commands) + ")");
+    if (a.own_option) {
+      const std::string option = a.own_option;
+      keys.push_back((option[0] == '-' ? "`" + option + "`" : option) + " (" +
+                     command_list(a.own_commands) + ")");
     }
+    const std::string key = keys.empty() ? "-" : join(keys, ", ");
     std::string note = a.note;
     if (a.elsewhere) note += std::string(note.empty() ? "" : "; ") + a.elsewhere;
     md << "| `" << a.name << "` | `" << a.default_value << "` | " << key << " | "

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "common/atomic_file.h"
@@ -23,7 +24,16 @@ constexpr auto error_of = &test::thrown_message<ConfigError>;
 
 std::vector<std::string> tr(const std::vector<std::string>& args,
                             const std::string& command = "train") {
-  return translate_ultralytics_args(args, command);
+  const TranslatedArgs t = translate_ultralytics_args(args, command);
+  REQUIRE(t.own.empty());  // what the command reads itself: see own() below
+  return t.overrides;
+}
+
+// The arguments `detrain predict` reads itself (source=, save_txt=, ...).
+std::map<std::string, std::string> own(const std::vector<std::string>& args) {
+  const TranslatedArgs t = translate_ultralytics_args(args, "predict");
+  REQUIRE(t.overrides.empty());
+  return t.own;
 }
 
 std::string one(const std::string& arg, const std::string& command = "train") {
@@ -61,6 +71,8 @@ TEST_CASE("the table holds every 8.4.190 argument once", "[unit][config][ultraly
     INFO(row.name);
     // Every row says what it does: a detrain key, the caller, or a reason.
     CHECK((!row.targets.empty() || row.caller_translates || !row.note.empty()));
+    // An argument a command reads itself names the option it stands for there.
+    CHECK(row.own_commands.empty() == row.own_option.empty());
   }
 }
 
@@ -209,7 +221,7 @@ TEST_CASE("unsupported and pointless Ultralytics arguments are errors naming the
         "are not supported");
   CHECK(contains(error_of([] { one("multi_scale=0.5"); }),
                  "`multi_scale` (Ultralytics) is not supported"));
-  CHECK(contains(error_of([] { one("save=True"); }), "always on"));
+  CHECK(contains(error_of([] { one("save=True"); }), "training always writes last.ckpt"));
   CHECK(contains(error_of([] { one("show"); }), "`show` (Ultralytics) is not supported"));
   CHECK(contains(error_of([] { one("format=onnx", "export"); }), "detrain export -f"));
   CHECK(contains(error_of([] { one("task=detect"); }), "the task follows the model"));
@@ -223,6 +235,58 @@ TEST_CASE("unsupported and pointless Ultralytics arguments are errors naming the
   CHECK(contains(error_of([] { one("batch=1", "export"); }), "--batch N"));
   CHECK(contains(error_of([] { one("plots=True", "val"); }), "--plots"));
   CHECK(contains(error_of([] { tr({"epochs=3"}, "bench"); }), "section.key=value overrides only"));
+}
+
+TEST_CASE("yolo predict's own arguments go to detrain predict itself",
+          "[unit][config][ultralytics_args]") {
+  // The user's line: `yolo predict model=best.pt source=photos conf=0.5 imgsz=640
+  // save_txt=True max_det=100` (model= is the caller's).
+  const TranslatedArgs t = translate_ultralytics_args(
+      {"source=photos", "conf=0.5", "imgsz=640", "save_txt=True", "max_det=100"}, "predict");
+  CHECK(t.overrides ==
+        std::vector<std::string>{"val.predict_conf=0.5", "data.imgsz=640", "val.max_det=100"});
+  CHECK(t.own == std::map<std::string, std::string>{{"source", "photos"}, {"save_txt", "true"}});
+  // Ultralytics spellings: quotes, bare booleans, any case; the last one given wins.
+  CHECK(own({"source='my photos/*.jpg'"}).at("source") == "my photos/*.jpg");
+  CHECK(own({"save_txt"}).at("save_txt") == "true");
+  CHECK(own({"save=FALSE"}).at("save") == "false");
+  CHECK(own({"name=exp", "exist_ok=True", "name=exp2"}) ==
+        std::map<std::string, std::string>{{"exist_ok", "true"}, {"name", "exp2"}});
+  // None is the command's default where 8.4.190's default is None, an error elsewhere.
+  CHECK(own({"name=exp", "name=None"}).empty());
+  CHECK(own({"source=None"}).empty());
+  CHECK(contains(error_of([] { own({"save_txt=None"}); }), "must not be None"));
+  CHECK(contains(error_of([] { own({"save_txt=yes"}); }), "expected True or False"));
+  CHECK(contains(error_of([] { own({"source"}); }), "needs a value: source=VALUE"));
+  // project is train.project there too: the folder predict numbers its runs in.
+  CHECK(one("project=out", "predict") == "train.project=out");
+  // Elsewhere they change nothing, and say what to use.
+  CHECK(error_of([] { one("source=photos"); }) ==
+        "`source` (Ultralytics) changes nothing in `detrain train` (it applies to predict)");
+  CHECK(contains(error_of([] { one("save_txt=True", "val"); }), "(it applies to predict)"));
+  CHECK(one("name=exp") == "train.name=exp");
+  CHECK(one("exist_ok=True") == "train.exist_ok=true");
+  // What detrain predict does not read is refused with the reason, never ignored.
+  CHECK(contains(error_of([] { one("workers=4", "predict"); }), "decodes the next image"));
+  CHECK(contains(error_of([] { one("batch=8", "predict"); }), "one image at a time"));
+  CHECK(contains(error_of([] { one("epochs=3", "predict"); }), "changes nothing"));
+  CHECK(contains(error_of([] { one("classes=0", "predict"); }), "is not supported by detrain"));
+  CHECK(contains(error_of([] { one("save_conf=True", "predict"); }), "not supported yet"));
+  CHECK(contains(error_of([] { one("vid_stride=2", "predict"); }), "video"));
+  CHECK(contains(error_of([] { one("half=True", "predict"); }), "did you mean `quantize`?"));
+  CHECK(contains(error_of([] { one("show", "predict"); }), "is not supported by detrain"));
+}
+
+TEST_CASE("an Ultralytics argument that is a detrain option says what to type",
+          "[unit][config][ultralytics_args]") {
+  CHECK(error_of([] { one("resume=True"); }) ==
+        "`resume=True` (Ultralytics) is a command-line option in detrain: continue a run with "
+        "detrain train --resume RUN_DIR (runs/train, or its weights/last.ckpt)");
+  CHECK(error_of([] { one("resume"); }) == error_of([] { one("resume=True"); }));
+  CHECK(contains(error_of([] { one("format=onnx", "export"); }),
+                 "`format=onnx` (Ultralytics) is a command-line option in detrain: detrain "
+                 "export -f onnx"));
+  CHECK(contains(error_of([] { one("verbose=False", "val"); }), "-q/--quiet"));
 }
 
 TEST_CASE("an unknown key names the nearest Ultralytics argument or detrain key",
@@ -260,4 +324,7 @@ TEST_CASE("docs/ultralytics-args.md is what ultralytics_args_markdown() renders"
   CHECK(contains(expected,
                  "| `conf` | `None` | `val.conf` (train, val), `val.predict_conf` "
                  "(predict) |"));
+  CHECK(contains(expected, "| `source` | `None` | `-s/--source` (predict) |"));
+  CHECK(
+      contains(expected, "| `name` | `None` | `train.name` (train), its folder name (predict) |"));
 }
