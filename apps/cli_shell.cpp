@@ -49,6 +49,9 @@ Shell::Shell(std::function<std::string()> version)
   app_.add_flag("--verbose,-v", verbose_, "more log output (debug level)");
   app_.add_flag("--quiet,-q", quiet_, "warnings and errors only");
   app_.set_version_flag("--version", std::move(version));
+  // Hidden (no group): makes the command fail as a bug would, for the exit-code test.
+  app_.add_flag("--fault-internal", fault_internal_, "fail with an unexpected exception")
+      ->group("");
 }
 
 void Shell::register_commands(const std::vector<Registrar>& own, bool stub_others) {
@@ -82,8 +85,12 @@ std::optional<int> Shell::parse(int argc, char** argv) {
     return report(ExitCode::kUsage,
                   usage_error_message(app_, e, std::vector<std::string>(argv + 1, argv + argc)));
   }
-  for (const Command& command : commands_)
-    if (command.app->parsed()) return std::nullopt;
+  for (Command& command : commands_) {
+    if (!command.app->parsed()) continue;
+    if (fault_internal_)
+      command.run = []() -> int { throw std::logic_error("--fault-internal: an injected bug"); };
+    return std::nullopt;
+  }
   return report(ExitCode::kUsage, "no command given (see detrain --help)");
 }
 
@@ -113,6 +120,7 @@ int report(ExitCode code, const std::string& message) {
   // A stop the user asked for (Ctrl-C, SIGTERM, --max-iterations) ends with a resumable
   // checkpoint: not an error, but still its own exit code (130) for scripts.
   std::cerr << (code == ExitCode::kInterrupted ? "detrain: " : "detrain: error: ") << message
+            << (code == ExitCode::kInternal ? " (an internal error: please report it)" : "")
             << "\n";
   return static_cast<int>(code);
 }

@@ -54,6 +54,7 @@ class Shell {
   CLI::App app_;
   int verbose_ = 0;
   bool quiet_ = false;
+  bool fault_internal_ = false;  // --fault-internal (tests): the command throws a std::logic_error
   std::vector<Command> commands_;
   std::list<std::vector<std::string>> stub_arguments_;  // unread: detrain-torch parses them
 };

@@ -8,13 +8,13 @@
 
 namespace detrain {
 
-// Distinct process exit codes, documented in the README.
+// Distinct process exit codes: the README's table (tests/apps/test_exit_codes.cpp checks both).
 enum class ExitCode : int {
   kOk = 0,
   kInternal = 1,      // a bug: an exception we did not expect
   kUsage = 2,         // bad command line (CLI11 uses 2 too)
-  kConfig = 3,        // bad config file, key, type or value
-  kData = 4,          // bad data set, annotations or images
+  kConfig = 3,        // a bad key, type or value (experiment or data YAML, override)
+  kData = 4,          // the data set: folders or images missing, bad annotations or images
   kIo = 5,            // cannot read/write a file, disk full
   kModel = 6,         // bad model definition, weights or checkpoint
   kNumeric = 7,       // training diverged (NaN/Inf) beyond the configured patience

@@ -230,12 +230,14 @@ UltralyticsDataYaml read_ultralytics_data_yaml(const YAML::Node& doc, const std:
   if (present(test) && !(test.IsScalar() && test.Scalar().empty())) {
     out.test = read_sources(test, root);
   }
+  // A data set that is not there is bad data (exit 4), as a missing image folder is, not a
+  // bad key.
   for (const std::string& v : out.val) {
     if (!path_exists(v)) {
-      r.fail("val", "path " + v +
-                        " does not exist; fetch the data set first (detrain never runs a "
-                        "data YAML's download:) or fix 'path' (" +
-                        out.root + ")");
+      throw DataError(yaml_path + ": 'val' path " + v +
+                      " does not exist; fetch the data set first (detrain never runs a data "
+                      "YAML's download:) or fix 'path' (" +
+                      out.root + ")");
     }
   }
   return out;

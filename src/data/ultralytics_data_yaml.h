@@ -29,8 +29,8 @@ bool placeholder_class_names(const std::vector<std::string>& names);
 bool looks_like_ultralytics_data_yaml(const YAML::Node& doc);
 
 // `root_override`, when not empty, replaces the YAML's `path`. Every val source must exist
-// (as the reference checks; its `download:` is never run). Throws ConfigError naming the file
-// and key.
+// (as the reference checks; its `download:` is never run): DataError when one is missing.
+// Throws ConfigError naming the file and key for a bad key or value.
 UltralyticsDataYaml read_ultralytics_data_yaml(const YAML::Node& doc, const std::string& yaml_path,
                                                const std::string& root_override);
 
