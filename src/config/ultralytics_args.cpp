@@ -147,11 +147,12 @@ const Arg kArgs[] = {
     {"resume", "False", Value::kFlag, nullptr, 0,
      "continue a run with detrain train --resume RUN_DIR (runs/train, or its "
      "weights/last.ckpt)"},
-    {"amp", "True", Value::kAmp, "train.precision", kTVP,
+    {"amp", "True", Value::kAmp, "train.precision", kTV,
      "True and bf16 -> bf16 (detrain's mixed precision is BF16 autocast), False and fp32 -> "
-     "fp32; fp16 is not supported; val runs inference with it too, predict in fp32 as Ultralytics "
-     "does (train.precision=bf16-always: BF16)",
-     nullptr, 0, "detrain export --half writes float16 ONNX"},
+     "fp32; fp16 is not supported; val runs inference with it too",
+     nullptr, 0,
+     "detrain predict runs in fp32, as yolo predict does (train.precision=bf16-always: BF16); "
+     "detrain export --half writes float16 ONNX"},
     {"fraction", "1.0", Value::kFraction, "data.fraction", kTrain,
      "a fraction of the training images; image counts (> 1) and split lists are not supported"},
     {"profile", "False", Value::kUnsupported, nullptr, 0,

@@ -268,6 +268,7 @@ TEST_CASE("yolo predict's own arguments go to detrain predict itself",
   CHECK(one("exist_ok=True") == "train.exist_ok=true");
   // What detrain predict does not read is refused with the reason, never ignored.
   CHECK(contains(error_of([] { one("workers=4", "predict"); }), "decodes the next image"));
+  CHECK(contains(error_of([] { one("amp=True", "predict"); }), "runs in fp32"));
   CHECK(contains(error_of([] { one("batch=8", "predict"); }), "one image at a time"));
   CHECK(contains(error_of([] { one("epochs=3", "predict"); }), "changes nothing"));
   CHECK(contains(error_of([] { one("classes=0", "predict"); }), "is not supported by detrain"));
