@@ -130,10 +130,10 @@ TEST_CASE("every exit code of the README's table, from the executable",
        }},
       {7,
        [&] {
-         // lr0=10 without clipping diverges at once; max_bad_steps=0 allows no rollback.
+         // lr0=10 without clipping diverges within 3 epochs; max_bad_steps=0: no rollback.
          return Trigger{"train" + train_args("diverged") +
                             " optim.optimizer=sgd optim.lr0=10 train.clip_grad_norm=0 "
-                            "train.max_bad_steps=0",
+                            "train.max_bad_steps=0 train.epochs=3",
                         "training diverged"};
        }},
       {8,
