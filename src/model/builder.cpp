@@ -338,8 +338,11 @@ Header read_header(const YAML::Node& root, const std::string& path, const BuildO
                        "; allowed 1 to " + std::to_string(kMaxRowChannels));
     arch.max_channels = static_cast<int64_t>(values[2]);
   } else {
+    // No scales table: the multiples are the scale, and there is no scale letter (the
+    // reference's parse_model has scale None then, so C3k2 keeps its own c3k argument).
     arch.depth = read_scalar<double>(root, "depth_multiple", path, 1.0);
     arch.width = read_scalar<double>(root, "width_multiple", path, 1.0);
+    scale.clear();
   }
   for (const auto& [name, value] : {std::pair{"depth", arch.depth}, std::pair{"width", arch.width}})
     if (!(value > 0 && value <= 4))
@@ -486,7 +489,7 @@ Network read_network(const BuildOptions& options, bool construct);
 
 Network build_network(const BuildOptions& options) { return read_network(options, true); }
 
-void check_network(const BuildOptions& options) { read_network(options, false); }
+Network check_network(const BuildOptions& options) { return read_network(options, false); }
 
 namespace {
 

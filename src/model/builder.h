@@ -31,7 +31,7 @@ struct BuildOptions {
 struct ArchInfo {
   std::string path;    // the YAML file read
   std::string family;  // file stem, e.g. "yolo26-pose"
-  std::string scale;   // "n"
+  std::string scale;   // "n"; "" for a YAML without a scales table (depth/width_multiple)
   double depth = 1.0, width = 1.0;
   int64_t max_channels = 0;
   int64_t nc = 0;
@@ -73,8 +73,9 @@ std::pair<std::string, std::string> resolve_arch(const std::string& arch);
 // IoError (unreadable file), each naming the file and row.
 Network build_network(const BuildOptions& options);
 
-// Reads and checks every row as build_network does, building no layer. Throws the same errors.
-void check_network(const BuildOptions& options);
+// Reads and checks every row as build_network does, building no layer (`layers` and `head` stay
+// empty; the rows are filled). Throws the same errors.
+Network check_network(const BuildOptions& options);
 
 // Names the table knows, for messages and docs.
 std::vector<std::string> known_modules();

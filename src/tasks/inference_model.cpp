@@ -10,7 +10,9 @@
 #include "ckpt/checkpoint.h"
 #include "ckpt/initial_weights.h"
 #include "common/errors.h"
+#include "data/dataset.h"
 #include "data/ultralytics_data_yaml.h"
+#include "model/safetensors.h"
 #include "model/state_dict.h"
 #include "weights/ultralytics_model.h"
 
@@ -67,7 +69,16 @@ InferenceModel load_inference_model(const std::string& weights_or_run,
     config::apply_overrides(r.config, overrides);
     config::ModelOptions options = r.config.experiment.model;
     options.weights = weights;
-    r.model = model::make_model(options);
+    // nc as for a .pt: the file's class conv, else the names of a data set given (-d), else the
+    // YAML's; model.nc given explicitly wins.
+    int64_t nc = 0;
+    if (options.nc == 0) {
+      nc = weights::head_class_count(model::read_safetensors(weights).tensors);
+      if (nc == 0 && r.config.origin["data.dataset"] != "default")
+        nc = data::load_dataset(r.config.experiment.data.dataset, r.config.experiment.data.root)
+                 .nc();
+    }
+    r.model = model::make_model(options, nc);
   } else {
     const ckpt::Checkpoint c = ckpt::load_checkpoint(weights);
     r.config = checkpoint_config(c.config_yaml, weights, overrides);

@@ -1,9 +1,15 @@
 // See ultralytics_model.h.
 #include "weights/ultralytics_model.h"
 
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
+#include "common/atomic_file.h"
 #include "common/errors.h"
+#include "common/hash64.h"
 #include "common/strings.h"
 #include "model/builder.h"
 #include "model/state_dict.h"
@@ -21,25 +27,97 @@ std::string describe(const UltralyticsModelFile& f) {
   return s + ")";
 }
 
+namespace {
+
+// Where an embedded architecture is written for the builder: DETRAIN_CACHE_DIR, else the user's
+// cache folder ($XDG_CACHE_HOME/detrain or ~/.cache/detrain), as the label caches.
+fs::path arch_cache_dir() {
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  if (const std::string dir = env("DETRAIN_CACHE_DIR"); !dir.empty()) return fs::path(dir) / "arch";
+  fs::path user = env("XDG_CACHE_HOME");
+  if (user.empty()) user = fs::path(env("HOME").empty() ? "/tmp" : env("HOME")) / ".cache";
+  return user / "detrain" / "arch";
+}
+
+// The file's architecture as a model YAML the builder reads: <cache>/<hash>/<family>.yaml, named
+// after the yaml_file the file records (a user's YAML: "custom", "custom-pose"), written once
+// per content (the same file always gives the same path).
+std::string materialize(const UltralyticsModelFile& file) {
+  std::string family = fs::path(file.yaml_file).stem().string();
+  if (family.empty()) family = file.task == "pose" ? "custom-pose" : "custom";
+  const std::string text = "# The architecture embedded in an Ultralytics .pt (" +
+                           fs::path(file.path).filename().string() +
+                           (file.version.empty() ? "" : ", Ultralytics " + file.version) +
+                           "), written by detrain to build it.\n" + file.arch_yaml;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(hash64(text.data(), text.size())));
+  const fs::path dir = arch_cache_dir() / hex;
+  const fs::path path = dir / (family + ".yaml");
+  std::error_code ec;
+  if (fs::exists(path, ec) && read_file(path.string()) == text) return path.string();
+  ensure_writable_dir(dir.string());
+  write_file_atomic(path.string(), text);
+  return path.string();
+}
+
+// Whether two YAMLs build the same network at the file's class count and keypoints: the same
+// rows (inputs, modules, resolved arguments, repeats) and head settings.
+bool same_network(const std::string& a, const std::string& b, const std::string& scale,
+                  const UltralyticsModelFile& file) {
+  auto rows = [&](const std::string& arch) {
+    model::BuildOptions o;
+    o.arch = arch;
+    o.scale = model::resolve_arch(arch).second.empty() ? scale : "";
+    o.nc = file.nc;
+    o.kpt_shape = file.kpt_shape;
+    const model::Network net = model::check_network(o);
+    std::vector<std::string> out{std::to_string(net.arch.reg_max), std::to_string(net.arch.end2end),
+                                 net.arch.scale};
+    for (const auto& r : net.rows)
+      out.push_back(r.from_text + "|" + std::to_string(r.repeats) + "|" + r.module + "|" + r.args);
+    return out;
+  };
+  try {
+    return rows(a) == rows(b);
+  } catch (const ModelError&) {
+    return false;
+  }
+}
+
+}  // namespace
+
 config::ModelOptions pt_model_options(const UltralyticsModelFile& file,
                                       const config::ModelOptions& given, bool arch_given) {
   config::ModelOptions o = given;
   o.weights = file.path;
+  if (file.yaml_nc > 0 && file.yaml_nc != file.nc)
+    spdlog::info("{}: its yaml says nc: {}, its head and names {} class(es); using {}", file.path,
+                 file.yaml_nc, file.nc, file.nc);
   if (arch_given) return o;
-  if (file.yaml_file.empty())
-    throw ModelError(file.path +
-                     " does not record its architecture (no yaml_file); pass the "
-                     "model YAML it was built from as model.arch (-m)");
-  std::pair<std::string, std::string> found;
-  try {
-    found = model::resolve_arch(file.yaml_file);
-  } catch (const ModelError&) {
-    throw ModelError(file.path + " holds " + describe(file) +
-                     ", an architecture detrain does not ship; pass its YAML as model.arch (-m)");
+  // The architecture is the file's own yaml dict; its yaml_file is only a hint that names the
+  // shipped YAML to show instead when that builds the very same network.
+  const std::string embedded = materialize(file);
+  if (!file.scale.empty()) o.scale = file.scale;
+  if (!file.yaml_file.empty()) {
+    try {
+      const auto [path, scale] = model::resolve_arch(file.yaml_file);
+      const std::string shipped = "models/" + fs::path(path).filename().string();
+      const std::string s = !scale.empty() ? scale : file.scale;
+      if (fs::path(path).parent_path().filename() == "models" &&
+          same_network(shipped, embedded, s, file)) {
+        o.arch = shipped;
+        if (!s.empty()) o.scale = s;
+        return o;
+      }
+    } catch (const ModelError&) {
+      // not a shipped name: the embedded architecture below
+    }
   }
-  o.arch = "models/" + fs::path(found.first).filename().string();
-  const std::string scale = !found.second.empty() ? found.second : file.scale;
-  if (!scale.empty()) o.scale = scale;
+  o.arch = embedded;
   return o;
 }
 

@@ -3,13 +3,18 @@
 
 #include <caffe2/serialize/inline_container.h>
 
+#include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <filesystem>
 #include <limits>
+#include <regex>
 #include <set>
 #include <sstream>
 
 #include "common/errors.h"
 #include "common/strings.h"
+#include "model/builder.h"
 #include "weights/pickle.h"
 
 namespace detrain::weights {
@@ -17,48 +22,27 @@ namespace detrain::weights {
 namespace fs = std::filesystem;
 using Kind = Value::Kind;
 
-namespace {
-
 // What torch.save streams of Ultralytics models name: torch's module classes and rebuild
 // functions, Ultralytics' classes, and the plain containers and values their attributes use.
 // Everything stays inert (pickle.h); the list only tells a file of another program apart.
-bool allowed_global(const std::string& module, const std::string& name) {
+bool ultralytics_global_allowed(const std::string& module, const std::string& name) {
   if (starts_with(module, "ultralytics.") || module == "ultralytics") return true;
   if (starts_with(module, "torch.nn.modules.") || module == "torch.nn.parameter") return true;
-  static const std::set<std::string> exact{"collections.OrderedDict",
-                                           "collections.defaultdict",
-                                           "builtins.set",
-                                           "builtins.frozenset",
-                                           "builtins.dict",
-                                           "builtins.list",
-                                           "builtins.tuple",
-                                           "builtins.slice",
-                                           "builtins.complex",
-                                           "copyreg._reconstructor",
-                                           "builtins.object",
-                                           "torch._utils._rebuild_tensor_v2",
-                                           "torch._utils._rebuild_tensor",
-                                           "torch._utils._rebuild_parameter",
-                                           "torch._utils._rebuild_parameter_with_state",
-                                           "torch.Size",
-                                           "torch.device",
-                                           "torch.torch_version.TorchVersion",
-                                           "numpy.dtype",
-                                           "numpy.ndarray",
-                                           "numpy.core.multiarray.scalar",
-                                           "numpy.core.multiarray._reconstruct",
-                                           "numpy._core.multiarray.scalar",
-                                           "numpy._core.multiarray._reconstruct",
-                                           "_codecs.encode",
-                                           "pathlib.PosixPath",
-                                           "pathlib.WindowsPath",
-                                           "pathlib.Path",
-                                           "types.SimpleNamespace",
-                                           "argparse.Namespace",
-                                           "datetime.datetime",
-                                           "datetime.date",
-                                           "datetime.timedelta",
-                                           "datetime.timezone"};
+  static const std::set<std::string> exact{
+      "collections.OrderedDict", "collections.defaultdict", "builtins.set", "builtins.frozenset",
+      "builtins.dict", "builtins.list", "builtins.tuple", "builtins.slice",
+      // getattr(<class>, '<name>'): how protocol-2 streams
+      // name a function nested in a class (the Pose head
+      // of 8.0-8.2 keeps Detect.forward); inert data
+      "builtins.getattr", "builtins.complex", "copyreg._reconstructor", "builtins.object",
+      "torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor",
+      "torch._utils._rebuild_parameter", "torch._utils._rebuild_parameter_with_state", "torch.Size",
+      "torch.device", "torch.torch_version.TorchVersion", "numpy.dtype", "numpy.ndarray",
+      "numpy.core.multiarray.scalar", "numpy.core.multiarray._reconstruct",
+      "numpy._core.multiarray.scalar", "numpy._core.multiarray._reconstruct", "_codecs.encode",
+      "pathlib.PosixPath", "pathlib.WindowsPath", "pathlib.Path", "types.SimpleNamespace",
+      "argparse.Namespace", "datetime.datetime", "datetime.date", "datetime.timedelta",
+      "datetime.timezone"};
   if (exact.count(module + "." + name)) return true;
   // Storage classes (HalfStorage, ...) and dtypes (torch.float16) of the torch module.
   if (module == "torch" && ends_with(name, "Storage")) return true;
@@ -66,6 +50,8 @@ bool allowed_global(const std::string& module, const std::string& name) {
                                             "int32",   "int16",   "int8",    "uint8",    "bool"};
   return module == "torch" && dtypes.count(name);
 }
+
+namespace {
 
 struct StorageType {
   c10::ScalarType dtype;
@@ -104,6 +90,29 @@ std::string scalar_text(const Value* v) {
     default:
       return "";
   }
+}
+
+// A pickled Python string as a YAML scalar that the model YAML reader types as Python's
+// literal_eval would (model/yaml_args.h): plain when it holds only name characters ("None",
+// "nearest", "nn.Upsample", "nc"), else single-quoted (a string whatever it holds).
+std::string yaml_string(const std::string& s) {
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-' ||
+           c == '+';
+  });
+  if (plain) return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+// Python's shortest repr of a float, always with a '.' or exponent so YAML reads a float.
+std::string yaml_float(double f) {
+  char buffer[64];
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, f).ptr;
+  std::string text(buffer, end);
+  if (text.find_first_of(".en") == std::string::npos) text += ".0";
+  return text;
 }
 
 class Reader {
@@ -148,7 +157,7 @@ class Reader {
   Pickle parse() {
     const std::string bytes = record("data.pkl");
     try {
-      return read_pickle(bytes, allowed_global);
+      return read_pickle(bytes, ultralytics_global_allowed);
     } catch (const PickleRefused& e) {
       const std::string what =
           starts_with(e.global, "torchvision.") ? " (a torchvision model)" : "";
@@ -200,10 +209,16 @@ class Reader {
     if (const Value* f = yaml->get("yaml_file"); f && f->is(Kind::kString))
       file_.yaml_file = fs::path(f->s).filename().string();
     if (const Value* s = yaml->get("scale"); s && s->is(Kind::kString)) file_.scale = s->s;
-    if (const Value* ch = yaml->get("channels"); ch && ch->is(Kind::kInt) && ch->i != 3)
-      fail("is a " + std::to_string(ch->i) +
-           "-channel model; detrain reads RGB (3-channel) models");
-    if (const Value* nc = yaml->get("nc"); nc && nc->is(Kind::kInt)) file_.nc = nc->i;
+    for (const char* key : {"channels", "ch"})
+      if (const Value* ch = yaml->get(key); ch && ch->is(Kind::kInt) && ch->i != 3)
+        fail("is a " + std::to_string(ch->i) +
+             "-channel model; detrain reads RGB (3-channel) models");
+    if (const Value* act = yaml->get("activation"); act && !act->is(Kind::kNone))
+      fail("is built with activation " + scalar_text(act) +
+           " (its yaml's 'activation'); detrain builds SiLU models only");
+    if (const Value* nc = yaml->get("nc"); nc && nc->is(Kind::kInt)) file_.yaml_nc = nc->i;
+    check_rows(*yaml);
+    yaml_ = yaml;
     if (const Value* k = yaml->get("kpt_shape")) {
       if (!(k->is(Kind::kList) || k->is(Kind::kTuple)) || k->items.size() != 2 ||
           !k->items[0]->is(Kind::kInt) || !k->items[1]->is(Kind::kInt))
@@ -211,6 +226,92 @@ class Reader {
       file_.kpt_shape = std::array<int64_t, 2>{k->items[0]->i, k->items[1]->i};
     }
     if (file_.task == "pose" && !file_.kpt_shape) fail("is a pose model without kpt_shape");
+  }
+
+  // The rows as the reference's parse_model reads them: [from, repeats, module, args], every
+  // module one detrain builds (YOLOv5u's, v9's, v10's or RT-DETR's layers are named here, in
+  // one line, instead of deep in the builder).
+  void check_rows(const Value& yaml) {
+    const std::vector<std::string> known = model::known_modules();
+    int64_t index = 0;
+    for (const char* section : {"backbone", "head"}) {
+      const Value* rows = yaml.get(section);
+      if (!rows || !(rows->is(Kind::kList) || rows->is(Kind::kTuple)))
+        fail("is unusable: its yaml has no '" + std::string(section) + "' list of rows");
+      for (const Value* row : rows->items) {
+        if (!(row->is(Kind::kList) || row->is(Kind::kTuple)) || row->items.size() != 4 ||
+            !row->items[2]->is(Kind::kString))
+          fail("is unusable: its yaml's layer " + std::to_string(index) +
+               " is not [from, repeats, module, args]");
+        const std::string& module = row->items[2]->s;
+        if (std::find(known.begin(), known.end(), module) == known.end())
+          fail("is built with " + module + " (its layer " + std::to_string(index) +
+               "), a module detrain does not build; detrain builds YOLOv8, YOLO11 and YOLO26 "
+               "detect and pose models (" +
+               join(known, ", ") + ")");
+        ++index;
+      }
+    }
+  }
+
+  std::string flow(const Value* v, int depth = 0) {
+    if (depth > 16) fail("is unusable: its yaml is nested too deeply");
+    switch (v->kind) {
+      case Kind::kNone:
+        return "null";
+      case Kind::kBool:
+        return v->b ? "true" : "false";
+      case Kind::kInt:
+        return std::to_string(v->i);
+      case Kind::kFloat:
+        return yaml_float(v->f);
+      case Kind::kString:
+        return yaml_string(v->s);
+      case Kind::kList:
+      case Kind::kTuple: {
+        std::vector<std::string> parts;
+        for (const Value* x : v->items) parts.push_back(flow(x, depth + 1));
+        return "[" + join(parts, ", ") + "]";
+      }
+      default:
+        fail("is unusable: its yaml holds a " + v->describe() + " where a value belongs");
+    }
+  }
+
+  // The yaml dict as a detrain model YAML: only the keys the builder reads (yaml_file, scale,
+  // channels are read above), nc the head's.
+  std::string arch_text(const Value& yaml) {
+    std::string out = "nc: " + std::to_string(file_.nc) + "\n";
+    for (const char* key : {"depth_multiple", "width_multiple", "kpt_shape", "reg_max", "end2end"})
+      if (const Value* v = yaml.get(key); v && !v->is(Kind::kNone))
+        out += std::string(key) + ": " + flow(v) + "\n";
+    if (const Value* scales = yaml.get("scales"); scales && scales->is(Kind::kDict)) {
+      out += "scales:\n";
+      for (const auto& [k, v] : scales->entries)
+        out += "  " + (k->is(Kind::kString) ? yaml_string(k->s) : flow(k)) + ": " + flow(v) + "\n";
+    }
+    for (const char* section : {"backbone", "head"}) {
+      out += std::string(section) + ":\n";
+      for (const Value* row : yaml.get(section)->items) out += "  - " + flow(row) + "\n";
+    }
+    return out;
+  }
+
+  // nc as the file's tensors say it (the yaml dict's nc is what the model was first built
+  // with; a head trained for another class count may not have updated it).
+  void decide_nc() {
+    const int64_t head = head_class_count(file_.state);
+    const auto names = static_cast<int64_t>(file_.names.size());
+    file_.nc = head > 0 ? head : names > 0 ? names : file_.yaml_nc;
+    if (file_.nc <= 0) fail("is unusable: neither its head, its names nor its yaml give nc");
+    if (names != file_.nc) {
+      if (names > 0 && !file_.placeholder_names)
+        fail("has " + std::to_string(names) + " class names but its head predicts " +
+             std::to_string(file_.nc) + " classes; the file is inconsistent");
+      file_.names.clear();
+      for (int64_t i = 0; i < file_.nc; ++i) file_.names.push_back(std::to_string(i));
+      file_.placeholder_names = true;
+    }
   }
 
   void read_names(const Value& model) {
@@ -319,7 +420,8 @@ class Reader {
     read_names(*model);
     walk(*model, "", 0);
     if (file_.state.empty()) fail("is unusable: its model holds no tensors");
-    if (file_.nc <= 0) file_.nc = static_cast<int64_t>(file_.names.size());
+    decide_nc();
+    file_.arch_yaml = arch_text(*yaml_);
     file_.version = scalar_text(root.get("version"));
     file_.date = scalar_text(root.get("date"));
     if (const Value* e = root.get("epoch"); e && e->is(Kind::kInt)) file_.epoch = e->i;
@@ -334,6 +436,7 @@ class Reader {
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> archive_;
   std::map<std::string, std::string> storages_;
   UltralyticsModelFile file_;
+  const Value* yaml_ = nullptr;  // the model's yaml dict, while the pickle is alive
 };
 
 }  // namespace
@@ -348,6 +451,30 @@ UltralyticsModelFile read_ultralytics_pt(const std::string& path) {
   if (!fs::exists(path, ec)) throw IoError(path + " does not exist");
   if (!fs::is_regular_file(path, ec)) throw IoError(path + " is not a file");
   return Reader(path).read();
+}
+
+namespace {
+template <class State>
+int64_t class_count(const State& state) {
+  // model.<head>.cv3.0.<k>.weight: the class tower of the first level; its last module (the
+  // largest k) is the plain conv with nc outputs. one2one_cv3 (end-to-end heads) is its twin.
+  static const std::regex tower(R"(^model\.(\d+)\.cv3\.0\.(\d+)\.weight$)");
+  int64_t layer = -1, last = -1, nc = 0;
+  for (const auto& [name, t] : state) {
+    std::smatch m;
+    if (!std::regex_match(name, m, tower) || t.dim() != 4) continue;
+    const int64_t l = std::stoll(m[1]), k = std::stoll(m[2]);
+    if (l > layer || (l == layer && k > last)) layer = l, last = k, nc = t.size(0);
+  }
+  return nc;
+}
+}  // namespace
+
+int64_t head_class_count(const std::vector<std::pair<std::string, torch::Tensor>>& state) {
+  return class_count(state);
+}
+int64_t head_class_count(const std::map<std::string, torch::Tensor>& state) {
+  return class_count(state);
 }
 
 std::map<std::string, torch::Tensor> state_map(const UltralyticsModelFile& file) {

@@ -22,9 +22,13 @@ struct UltralyticsModelFile {
   std::string path;
   std::string model_class;  // "DetectionModel" or "PoseModel"
   std::string task;         // "detect" or "pose"
-  std::string yaml_file;    // the architecture's file name as Ultralytics recorded it
+  std::string yaml_file;    // the architecture's file name as Ultralytics recorded it (a hint)
   std::string scale;        // "n" ... "x" ("" when the file does not say)
-  int64_t nc = 0;
+  // The embedded architecture (the model's `yaml` dict: rows, scales or depth_multiple /
+  // width_multiple, kpt_shape, reg_max, end2end) as a detrain model YAML with nc set to `nc`.
+  std::string arch_yaml;
+  int64_t nc = 0;       // from the head's class conv, else the names, else the yaml dict
+  int64_t yaml_nc = 0;  // what the yaml dict says (may disagree: a yaml never updated)
   std::optional<std::array<int64_t, 2>> kpt_shape;  // pose models
   std::vector<std::string> names;                   // [nc] class names, index order
   bool placeholder_names = false;  // names are "0", "1", ... (a model built from a YAML)
@@ -38,6 +42,10 @@ struct UltralyticsModelFile {
   std::map<std::string, std::string> train_args;  // scalar training arguments, as text
 };
 
+// The globals an Ultralytics .pt's pickle may name (docs/weights.md says why each is safe): a
+// stream naming any other is refused, naming it. Nothing named is ever called.
+bool ultralytics_global_allowed(const std::string& module, const std::string& name);
+
 // True for names detrain reads as Ultralytics files (.pt, .pth).
 bool is_ultralytics_pt(const std::string& path);
 
@@ -49,5 +57,10 @@ UltralyticsModelFile read_ultralytics_pt(const std::string& path);
 
 // The module tree of a pickled nn.Module as a state dict (exposed for tests).
 std::map<std::string, torch::Tensor> state_map(const UltralyticsModelFile& file);
+
+// The class count a reference-named state dict's head predicts: the first dimension of the last
+// conv of its class tower (model.<head>.cv3.0.<last>.weight); 0 when it has none.
+int64_t head_class_count(const std::vector<std::pair<std::string, torch::Tensor>>& state);
+int64_t head_class_count(const std::map<std::string, torch::Tensor>& state);
 
 }  // namespace detrain::weights

@@ -242,3 +242,31 @@ TEST_CASE("fuzzed model YAML rows build and run or fail with a ModelError, each 
   CHECK(refused > 40);  // the mutations do reach the checks
   CHECK(built > 40);    // and leave good rows alone
 }
+
+TEST_CASE("a YAML without a scales table has no scale: its multiples, C3k2 as written",
+          "[unit][model]") {
+  // A user's YAML as Ultralytics writes it into a .pt built from it: depth_multiple /
+  // width_multiple, no scales. The reference's parse_model has scale None then, so model.scale
+  // (even m) must not force C3k blocks.
+  TempDir dir;
+  const std::string path = dir.file("mine.yaml");
+  detrain::test::write_text(path, R"(nc: 3
+depth_multiple: 0.5
+width_multiple: 0.25
+backbone:
+  - [-1, 1, Conv, [64, 3, 2]]
+  - [-1, 2, C3k2, [128, False, 0.25]]
+  - [-1, 1, Conv, [256, 3, 2]]
+head:
+  - [[-1], 1, Detect, [nc]]
+)");
+  model::BuildOptions o;
+  o.arch = path;
+  o.scale = "m";
+  const model::Network net = model::check_network(o);
+  CHECK(net.arch.scale.empty());
+  CHECK(net.arch.name() == "mine");
+  CHECK(net.arch.depth == 0.5);
+  CHECK(net.arch.width == 0.25);
+  CHECK(net.rows[1].args == "[16, 32, 1, False, 0.25]");  // c3k stays False; 2 x 0.5 = 1 repeat
+}

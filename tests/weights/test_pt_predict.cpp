@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "test_support.h"
 
@@ -71,6 +72,80 @@ std::map<std::string, std::vector<Detection>> ours(const std::string& dir) {
   return out;
 }
 
+// How detrain's predictions compare with the reference's on every photo.
+struct Agreement {
+  size_t reference_boxes = 0;  // reference boxes clear of the threshold band
+  size_t matched = 0;          // ... found by detrain (class, IoU >= 0.99, score within tol)
+  size_t nms_twins = 0;        // ... not found, but an overlapping detrain box of near-equal score
+  size_t extra = 0;            // detrain boxes clear of the band that the reference lacks
+  std::vector<std::string> misses;
+};
+
+// Equal when the class is the same, IoU >= 0.99 and the score within `tol`. A box whose score is
+// within `tol` of the threshold may fall on either side of it and is not required. A reference
+// box that detrain suppressed in favour of an overlapping box (IoU > 0.7, NMS's threshold) of
+// the same class and a score within `tol` is an NMS tie decided by rounding: counted apart.
+Agreement compare(const std::map<std::string, std::vector<Detection>>& want,
+                  const std::map<std::string, std::vector<Detection>>& got, double conf,
+                  double tol) {
+  Agreement a;
+  for (const auto& [file, ref] : want) {
+    const auto& mine = got.at(file);
+    std::vector<bool> used(mine.size(), false);
+    std::vector<const Detection*> missed;
+    for (const Detection& r : ref) {
+      size_t best = mine.size();
+      double best_iou = 0;
+      for (size_t j = 0; j < mine.size(); ++j) {
+        if (used[j] || mine[j].cls != r.cls || std::abs(mine[j].score - r.score) > tol) continue;
+        const double v = iou(mine[j].xyxy, r.xyxy);
+        if (v > best_iou) best_iou = v, best = j;
+      }
+      const bool borderline = r.score < conf + tol;
+      if (!borderline) ++a.reference_boxes;
+      if (best < mine.size() && best_iou >= 0.99) {
+        used[best] = true;
+        if (!borderline) ++a.matched;
+      } else if (!borderline) {
+        missed.push_back(&r);
+      }
+    }
+    for (const Detection* r : missed) {
+      bool twin = false;
+      for (size_t j = 0; j < mine.size() && !twin; ++j)
+        twin = mine[j].cls == r->cls && std::abs(mine[j].score - r->score) <= tol &&
+               iou(mine[j].xyxy, r->xyxy) > 0.7;
+      if (twin) {
+        ++a.nms_twins;
+      } else {
+        std::ostringstream s;
+        s << file << ": reference box " << r->xyxy[0] << "," << r->xyxy[1] << "," << r->xyxy[2]
+          << "," << r->xyxy[3] << " class " << r->cls << " score " << r->score;
+        a.misses.push_back(s.str());
+      }
+    }
+    for (size_t j = 0; j < mine.size(); ++j)
+      if (!used[j] && mine[j].score >= conf + tol) ++a.extra;
+  }
+  return a;
+}
+
+// Runs `detrain predict -w fixture` on `images` at the fixture's settings; detrain's detections.
+std::map<std::string, std::vector<Detection>> predict(const std::string& fixture,
+                                                      const std::string& images,
+                                                      const nlohmann::json& settings,
+                                                      const test::TempDir& dir) {
+  std::string args = "predict -w '" + fixture + "' -s '" + images + "' -o '" + dir.file("p") +
+                     "' --no-draw --imgsz " + std::to_string(settings["imgsz"].get<int>()) +
+                     " --conf " + std::to_string(settings["conf"].get<double>());
+  if (settings.contains("max_det"))
+    args += " --max-det " + std::to_string(settings["max_det"].get<int>());
+  const auto run = test::run_detrain(args);
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  return ours(dir.file("p"));
+}
+
 }  // namespace
 
 TEST_CASE("detrain predict of an Ultralytics .pt equals YOLO(X).predict", "[parity][pt][predict]") {
@@ -81,49 +156,55 @@ TEST_CASE("detrain predict of an Ultralytics .pt equals YOLO(X).predict", "[pari
                               "coco-mini-yolo/detect/images/val")
                                  .string();
   test::TempDir dir;
-  const auto run =
-      test::run_detrain("predict -w " + fixture + " -s " + images + " -o " + dir.file("p") +
-                        " --no-draw --imgsz " + std::to_string(settings["imgsz"].get<int>()) +
-                        " --conf " + std::to_string(settings["conf"].get<double>()));
-  INFO(run.output);
-  REQUIRE(run.exit_code == 0);
   const auto want = reference(fixture);
-  const auto got = ours(dir.file("p"));
+  const auto got = predict(fixture, images, settings, dir);
   REQUIRE(got.size() == want.size());
+  // Scores within 2e-3: raw head outputs agree to 1e-4 of their largest value
+  // (test_ultralytics_pt.cpp), predictions.json rounds boxes to 1e-3 px and scores to 1e-5.
+  const Agreement a = compare(want, got, settings["conf"].get<double>(), 2e-3);
+  for (const auto& miss : a.misses) FAIL_CHECK(miss);
+  CHECK(a.reference_boxes > 20);  // a fixture that finds nothing would prove nothing
+  CHECK(a.matched == a.reference_boxes);
+  CHECK(a.extra == 0);
+}
 
-  // Equal when the class is the same, IoU >= 0.99 and the score within 2e-3: raw head outputs
-  // agree to 1e-4 of their largest value (test_ultralytics_pt.cpp), predictions.json rounds
-  // boxes to 1e-3 px and scores to 1e-5. A box whose score is within 2e-3 of the threshold may
-  // fall on either side of it, and is not required.
-  const double conf = settings["conf"].get<double>();
-  size_t reference_boxes = 0, matched = 0, extra = 0;
-  for (const auto& [file, ref] : want) {
+// The corpus of tests/golden/pt_corpus.py: .pt files written by Ultralytics 8.0 to 8.4, each
+// predicted by 8.4.190 on the 48 coco-mini val photos at a low threshold (one-epoch models).
+TEST_CASE("detrain predict of every release's .pt equals 8.4.190's YOLO(X).predict",
+          "[parity][pt][predict][corpus][slow]") {
+  const nlohmann::json manifest = read_json(test::golden("pt-corpus/MANIFEST.json"));
+  const std::string root = fs::path(test::golden("pt-corpus/MANIFEST.json")).parent_path();
+  const std::string images = root + "/data/val-photos";
+  size_t files = 0, boxes = 0, twins = 0, unpredictable = 0;
+  for (const auto& [file, info] : manifest["files"].items()) {
     INFO(file);
-    const auto& mine = got.at(file);
-    std::vector<bool> used(mine.size(), false);
-    for (const Detection& r : ref) {
-      size_t best = mine.size();
-      double best_iou = 0;
-      for (size_t j = 0; j < mine.size(); ++j) {
-        if (used[j] || mine[j].cls != r.cls || std::abs(mine[j].score - r.score) > 2e-3) continue;
-        const double v = iou(mine[j].xyxy, r.xyxy);
-        if (v > best_iou) best_iou = v, best = j;
-      }
-      const bool borderline = r.score < conf + 2e-3;
-      if (!borderline) ++reference_boxes;
-      if (best < mine.size() && best_iou >= 0.99) {
-        used[best] = true;
-        if (!borderline) ++matched;
-      } else if (!borderline) {
-        INFO("reference box " << r.xyxy[0] << "," << r.xyxy[1] << "," << r.xyxy[2] << ","
-                              << r.xyxy[3] << " class " << r.cls << " score " << r.score);
-        CHECK(false);
-      }
+    const std::string fixture = root + "/" + file;
+    test::TempDir dir;
+    const auto got = predict(fixture, images, info["predict"], dir);
+    if (info.contains("predict_error")) {
+      // 8.4.190 cannot predict with it (8.3's Model.save of a random pose model has no
+      // kpt_shape attribute); detrain did above, which is all there is to check.
+      ++unpredictable;
+      continue;
     }
-    for (size_t j = 0; j < mine.size(); ++j)
-      if (!used[j] && mine[j].score >= conf + 2e-3) ++extra;
+    const auto want = reference(fixture);
+    REQUIRE(got.size() == want.size());
+    // Scores within 1e-5 + 1e-3 x score: the scores of one-epoch models are 5e-4 to 1e-2, and
+    // raw outputs agree to 1e-4 of their largest value (test_ultralytics_pt.cpp); scores in
+    // predictions.json are rounded to 1e-5.
+    const double conf = info["predict"]["conf"].get<double>();
+    const Agreement a = compare(want, got, conf, 1e-5 + 1e-3 * conf * 10);
+    for (const auto& miss : a.misses) FAIL_CHECK(miss);
+    CHECK(a.reference_boxes > 0);
+    CHECK(a.matched + a.nms_twins == a.reference_boxes);
+    CHECK(a.nms_twins * 50 <= a.reference_boxes);  // ties: at most 2 % of the boxes
+    CHECK(a.extra <= a.nms_twins);
+    ++files;
+    boxes += a.reference_boxes;
+    twins += a.nms_twins;
   }
-  CHECK(reference_boxes > 20);  // a fixture that finds nothing would prove nothing
-  CHECK(matched == reference_boxes);
-  CHECK(extra == 0);
+  CHECK(files >= 20);
+  CHECK(unpredictable <= 1);
+  WARN("corpus predict: " << files << " files, " << boxes << " reference boxes, " << twins
+                          << " NMS ties");
 }
