@@ -17,6 +17,7 @@
 #include "common/errors.h"
 #include "common/timer.h"
 #include "data/cache_files.h"
+#include "data/split_image_check.h"
 #include "data/yolo_split.h"
 
 namespace detrain::data {
@@ -25,6 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr size_t kMissingExamples = 5;
+constexpr size_t kWarningsShown = 20;
 
 // The loader's rule: `num_keypoints` decides when present and not negative, else whether any
 // point is labelled (v > 0).
@@ -138,6 +140,34 @@ coco::AnnotationTable read_through_cache(const std::string& annotations,
   return table;
 }
 
+// Drops the images that are not whole (split_image_check.h) with one warning each (the first
+// kWarningsShown, then a count), on every run: the answers may come from the check's cache.
+void drop_broken_images(std::vector<ImageRecord>& images, const SplitFiles& files,
+                        const RecordOptions& options, RecordStats& stats) {
+  std::vector<std::string> paths;
+  paths.reserve(images.size());
+  for (const auto& r : images) paths.push_back(r.file);
+  const SplitImageCheck check = check_split_images(
+      paths, options.cache_records ? cache_file_for(files.annotations, "image-check") : "");
+  if (check.cache.rfind("not written", 0) == 0)
+    spdlog::warn("{}: image check cache {}; the next run checks the images again",
+                 files.annotations, check.cache);
+  size_t kept = 0;
+  for (size_t i = 0; i < images.size(); ++i) {
+    if (check.problems[i].empty()) {
+      if (kept != i) images[kept] = std::move(images[i]);
+      ++kept;
+      continue;
+    }
+    if (stats.images_corrupt++ < static_cast<int64_t>(kWarningsShown))
+      spdlog::warn("{}: {}; dropped", images[i].file, check.problems[i]);
+  }
+  if (stats.images_corrupt > static_cast<int64_t>(kWarningsShown))
+    spdlog::warn("{}: {} more broken images dropped", files.annotations,
+                 stats.images_corrupt - static_cast<int64_t>(kWarningsShown));
+  images.resize(kept);
+}
+
 }  // namespace
 
 Records build_records(const coco::AnnotationTable& t, const DatasetInfo& info,
@@ -244,6 +274,9 @@ Records build_records(const coco::AnnotationTable& t, const DatasetInfo& info,
     }
     result.images.push_back(std::move(records[i]));
   }
+  // A YOLO split's scan has checked its images already (yolo_split.h).
+  if (options.check_files && info.format != DataFormat::kYolo)
+    drop_broken_images(result.images, files, options, stats);
   if (stats.images_missing > 0) {
     std::string list;
     for (const auto& p : stats.missing_examples) list += (list.empty() ? "" : ", ") + p;

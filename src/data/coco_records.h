@@ -40,13 +40,14 @@ struct RecordStats {
   int64_t dropped_empty = 0;    // boxes of zero or negative size after clipping (dropped)
   int64_t images_filtered = 0;  // dropped by keep_images
   int64_t images_missing = 0;   // files missing at scan time (with skip_missing)
+  int64_t images_corrupt = 0;   // files not whole at scan time (data/image_check.h): dropped
   std::vector<std::string> missing_examples;  // first few missing paths
   double read_seconds = 0;    // reading the file (or its cache) and building the records
   std::string records_cache;  // "" (not used), "read", "written", or why it was not written
 };
 
 struct RecordOptions {
-  bool check_files = true;     // stat every image file at scan time
+  bool check_files = true;     // stat and check every image file at scan time (image_check.h)
   bool skip_missing = false;   // missing files: drop and count instead of failing
   bool single_cls = false;     // every class becomes class 0
   double fraction = 1.0;       // keep the first round(fraction * n) records (train)

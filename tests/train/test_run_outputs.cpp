@@ -3,9 +3,6 @@
 // a checkpoint, a run directory or safetensors with model.weights (other class counts: all but
 // the class heads; other architectures refused naming both), and predict that never overwrites
 // (drawn images, labels, predictions.json).
-#include <spdlog/sinks/ostream_sink.h>
-#include <spdlog/spdlog.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +16,7 @@
 #include "common/errors.h"
 #include "config/config.h"
 #include "export/weights_export.h"
+#include "log_capture.h"
 #include "model/state_dict.h"
 #include "model/yolo_model.h"
 #include "report/run_dir.h"
@@ -59,23 +57,6 @@ TrainSummary train_with(const std::vector<std::string>& overrides) {
   r.config = config::resolve("", overrides);
   return run_training(r);
 }
-
-// Copies what the default logger says into `out` while alive.
-class LogCapture {
- public:
-  explicit LogCapture(std::ostringstream& out)
-      : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out)) {
-    sink_->set_pattern("%v");
-    spdlog::default_logger()->sinks().push_back(sink_);
-  }
-  ~LogCapture() {
-    auto& sinks = spdlog::default_logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-};
 
 model::YoloModel model_for(int64_t nc) {
   config::ModelOptions o = config::resolve("", {}).experiment.model;
@@ -226,7 +207,7 @@ TEST_CASE("model.weights takes safetensors of another class count, but not of an
   std::ostringstream log;
   InitialWeightsReport r;
   {
-    LogCapture capture(log);
+    test::LogCapture capture(log);
     r = load_initial_weights(*target, id, file);
   }
   // yolo26n: the class branch (cv3 and one2one_cv3 of 3 levels) is 80 wide for 80 classes and
