@@ -4,28 +4,25 @@
 // the key covers every file's path, size and modification time, as its get_hash does.
 #include "data/yolo_split.h"
 
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
-#include <exception>
 #include <filesystem>
-#include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
+#include <sstream>
 #include <unordered_map>
 
 #include "coco/table_cache.h"
 #include "common/atomic_file.h"
-#include "common/cores.h"
 #include "common/errors.h"
 #include "common/hash64.h"
 #include "data/cache_files.h"
-#include "data/image_decoder.h"
-#include "data/image_size.h"
+#include "data/image_check.h"
+#include "data/scan_parallel.h"
 #include "data/yolo_labels.h"
 
 namespace detrain::data {
@@ -36,6 +33,8 @@ namespace {
 constexpr size_t kWarningsShown = 20;
 // The reference's verify_image_label: images of 9 px or less on a side are corrupt.
 constexpr int32_t kMinImageSide = 10;
+// The scan's warnings file: the table cache's name plus this.
+constexpr const char* kWarningsSuffix = ".warnings";
 
 struct ScannedImage {
   std::array<int32_t, 2> size{};  // width, height
@@ -43,47 +42,15 @@ struct ScannedImage {
   std::string corrupt;  // why the image is dropped, "" when kept
 };
 
-// Runs `body(i)` for i in [0, n) on up to usable_cores() threads. The first exception a body
-// throws is rethrown here once every thread has stopped (the others stop taking work).
-template <class Body>
-void parallel_for(size_t n, const Body& body) {
-  const size_t threads = std::min<size_t>(static_cast<size_t>(usable_cores()), (n + 63) / 64);
-  if (threads <= 1) {
-    for (size_t i = 0; i < n; ++i) body(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex failure_mutex;
-  std::vector<std::thread> pool;
-  for (size_t t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      try {
-        for (size_t i; (i = next.fetch_add(1)) < n;) body(i);
-      } catch (...) {
-        next = n;
-        const std::lock_guard<std::mutex> lock(failure_mutex);
-        if (!failure) failure = std::current_exception();
-      }
-    });
-  for (auto& thread : pool) thread.join();
-  if (failure) std::rethrow_exception(failure);
-}
-
-std::optional<std::array<int32_t, 2>> image_size_of(const std::string& path) {
-  if (auto size = read_image_size(path)) return size;
-  return decoded_image_size(path);  // formats without a header reader here: decode once
-}
-
 ScannedImage scan_image(const std::string& image, const std::string& label,
                         const DatasetInfo& info) {
   ScannedImage s;
-  const auto size = image_size_of(image);
-  if (!size) {
-    s.corrupt = image + ": cannot be read as an image (corrupt or unsupported); dropped";
+  const ImageFileCheck check = check_image_file(image);
+  if (!check.ok()) {
+    s.corrupt = image + ": " + check.problem + "; dropped";
     return s;
   }
-  s.size = *size;
+  s.size = check.size;
   if (s.size[0] < kMinImageSide || s.size[1] < kMinImageSide) {
     s.corrupt = image + ": image size " + std::to_string(s.size[0]) + "x" +
                 std::to_string(s.size[1]) + " is below 10 pixels; dropped";
@@ -101,7 +68,7 @@ coco::TableCacheKey cache_key(const std::vector<std::string>& images,
     int64_t size = -1, mtime_ns = 0;
   };
   std::vector<Stamp> stamps(2 * images.size());
-  parallel_for(images.size(), [&](size_t i) {
+  scan_parallel(images.size(), [&](size_t i) {
     for (size_t j = 0; j < 2; ++j) {
       struct stat st {};
       if (::stat((j == 0 ? images : labels)[i].c_str(), &st) == 0)
@@ -121,7 +88,8 @@ coco::TableCacheKey cache_key(const std::vector<std::string>& images,
   }
   key.file_size = images.size();
   key.file_hash = hash.digest();
-  key.read_options = "yolo-labels-v1;nc=" + std::to_string(info.nc()) +
+  // v2: images checked whole (image_check.h), pose areas kPoseAreaPerBox * w * h.
+  key.read_options = "yolo-labels-v2;nc=" + std::to_string(info.nc()) +
                      ";kpt=" + std::to_string(info.kpt_count) + "x" + std::to_string(info.kpt_dims);
   for (const auto& name : info.names) key.read_options += ";" + name;
   return key;
@@ -137,7 +105,9 @@ void add_rows(coco::AnnotationTable& table, int64_t image_id, const ScannedImage
     a.category_id = row.cls;
     const auto& [cx, cy, bw, bh] = row.xywhn;
     a.bbox = {(cx - bw / 2) * w, (cy - bh / 2) * h, bw * w, bh * h};
-    a.area = a.bbox.w * a.bbox.h;  // no masks in labels: the box's area (docs/data.md)
+    // No masks in labels: the box's area, or for pose sets COCO's segment area estimated from
+    // it (yolo_split.h, docs/evaluator.md).
+    a.area = a.bbox.w * a.bbox.h * (info.kpt_count > 0 ? kPoseAreaPerBox : 1.0);
     if (info.kpt_count > 0) {
       a.keypoints = yolo::keypoints_xyv(row, info.kpt_count, info.kpt_dims);
       for (size_t k = 0; k < a.keypoints.size(); k += 3) {
@@ -152,10 +122,10 @@ void add_rows(coco::AnnotationTable& table, int64_t image_id, const ScannedImage
 
 coco::AnnotationTable scan(const std::vector<std::string>& images,
                            const std::vector<std::string>& labels, const DatasetInfo& info,
-                           const std::string& context, YoloScanSummary& summary) {
+                           YoloScanSummary& summary, std::vector<std::string>& warnings) {
   std::vector<ScannedImage> scanned(images.size());
-  parallel_for(images.size(),
-               [&](size_t i) { scanned[i] = scan_image(images[i], labels[i], info); });
+  scan_parallel(images.size(),
+                [&](size_t i) { scanned[i] = scan_image(images[i], labels[i], info); });
 
   coco::AnnotationTable table;
   table.keypoints_per_instance = static_cast<int>(info.kpt_count);
@@ -164,7 +134,6 @@ coco::AnnotationTable scan(const std::vector<std::string>& images,
   for (size_t i = 0; i < images.size(); ++i)
     if (scanned[i].corrupt.empty()) kept.push_back(images[i]);
   const std::vector<int64_t> ids = yolo_image_ids(kept);
-  std::vector<std::string> warnings;
   int64_t next_annotation_id = 1;
   for (size_t i = 0, row = 0; i < images.size(); ++i) {
     const ScannedImage& s = scanned[i];
@@ -181,14 +150,59 @@ coco::AnnotationTable scan(const std::vector<std::string>& images,
     summary.duplicates_removed += s.label.duplicates_removed;
     summary.polygons += s.label.polygons;
   }
+  return table;
+}
+
+void show_warnings(const std::vector<std::string>& warnings, const std::string& context) {
   for (size_t i = 0; i < std::min(warnings.size(), kWarningsShown); ++i)
     spdlog::warn("{}", warnings[i]);
   if (warnings.size() > kWarningsShown)
     spdlog::warn("{}: {} more label warnings not shown", context, warnings.size() - kWarningsShown);
-  return table;
+}
+
+// The scan's warnings and counts beside the table cache, so that a run reading the cache shows
+// them again (the reference repeats its labels.cache messages on every run). The first line
+// names the cache key; a file of another key is stale. Written before the table cache: a table
+// cache without its current warnings file is never taken as a hit.
+constexpr const char* kWarningsMagic = "detrain-yolo-scan-warnings v1";
+
+std::string key_text(const coco::TableCacheKey& key) {
+  Hash64 h;
+  h.update(&key.file_size, sizeof(key.file_size));
+  h.update(&key.file_mtime_ns, sizeof(key.file_mtime_ns));
+  h.update(&key.file_hash, sizeof(key.file_hash));
+  h.update(key.read_options.data(), key.read_options.size());
+  return fmt::format("{:016x}", h.digest());
+}
+
+std::string encode_warnings(const coco::TableCacheKey& key, const YoloScanSummary& s,
+                            const std::vector<std::string>& warnings) {
+  std::string out = fmt::format("{} {}\n{} {} {} {}\n", kWarningsMagic, key_text(key), s.corrupt,
+                                s.missing_labels, s.duplicates_removed, s.polygons);
+  for (std::string w : warnings) {
+    std::replace(w.begin(), w.end(), '\n', ' ');
+    out += w + "\n";
+  }
+  return out;
+}
+
+// True when `text` is the warnings file of `key`; fills the counts and warnings.
+bool decode_warnings(const std::string& text, const coco::TableCacheKey& key, YoloScanSummary& s,
+                     std::vector<std::string>& warnings) {
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line) || line != std::string(kWarningsMagic) + " " + key_text(key))
+    return false;
+  if (!std::getline(in, line)) return false;
+  std::istringstream counts(line);
+  if (!(counts >> s.corrupt >> s.missing_labels >> s.duplicates_removed >> s.polygons))
+    return false;
+  while (std::getline(in, line)) warnings.push_back(line);
+  return true;
 }
 
 coco::AnnotationTable read_cached(const std::string& cache_file, const coco::TableCacheKey& key,
+                                  YoloScanSummary& summary, std::vector<std::string>& warnings,
                                   std::string* why) {
   coco::AnnotationTable table;
   struct stat st {};
@@ -197,10 +211,20 @@ coco::AnnotationTable read_cached(const std::string& cache_file, const coco::Tab
     return table;
   }
   try {
+    if (!decode_warnings(read_file(cache_file + kWarningsSuffix), key, summary, warnings)) {
+      *why = "without its scan warnings";
+      warnings.clear();
+      summary = {};
+      return table;
+    }
     const std::string bytes = read_file(cache_file);
     if (!coco::decode_table_cache(bytes.data(), bytes.size(), key, &table, why)) table = {};
   } catch (const IoError& e) {
     *why = std::string("unreadable: ") + e.what();
+  }
+  if (!why->empty()) {
+    warnings.clear();
+    summary = {};
   }
   return table;
 }
@@ -235,6 +259,7 @@ coco::AnnotationTable read_yolo_split(const DatasetInfo& info, const std::string
   for (size_t i = 0; i < images.size(); ++i) labels[i] = yolo::label_path_for_image(images[i]);
 
   YoloScanSummary summary;
+  std::vector<std::string> warnings;  // one line each: label rows, dropped images
   coco::AnnotationTable table;
   bool from_cache = false;
   coco::TableCacheKey key;
@@ -242,7 +267,7 @@ coco::AnnotationTable read_yolo_split(const DatasetInfo& info, const std::string
   if (cache_records) {
     key = cache_key(images, labels, info);
     std::string why;
-    table = read_cached(cache_file, key, &why);
+    table = read_cached(cache_file, key, summary, warnings, &why);
     from_cache = why.empty();
     if (from_cache)
       summary.cache = "read";
@@ -250,11 +275,12 @@ coco::AnnotationTable read_yolo_split(const DatasetInfo& info, const std::string
       spdlog::info("{}: records cache {} was {}; rewritten", context, cache_file, why);
   }
   if (!from_cache) {
-    table = scan(images, labels, info, context, summary);
+    table = scan(images, labels, info, summary, warnings);
     if (cache_records) {
       try {
         std::error_code ec;
         fs::create_directories(fs::path(cache_file).parent_path(), ec);
+        write_file_atomic(cache_file + kWarningsSuffix, encode_warnings(key, summary, warnings));
         write_file_atomic(cache_file, coco::encode_table_cache(key, table));
         summary.cache = "written";
       } catch (const IoError& e) {
@@ -264,6 +290,7 @@ coco::AnnotationTable read_yolo_split(const DatasetInfo& info, const std::string
       }
     }
   }
+  show_warnings(warnings, context);
   table.source = context;
   summary.images = static_cast<int64_t>(table.num_images());
   std::vector<uint8_t> labelled(table.num_images(), 0);
@@ -273,7 +300,7 @@ coco::AnnotationTable read_yolo_split(const DatasetInfo& info, const std::string
     for (const int64_t id : table.ann_image_id) labelled[row_of[id]] = 1;
   }
   summary.backgrounds = std::count(labelled.begin(), labelled.end(), uint8_t{0});
-  if (from_cache)
+  if (from_cache && summary.corrupt == 0)
     spdlog::debug("{}: {} images read from the records cache {}", context, summary.images,
                   cache_file);
   else

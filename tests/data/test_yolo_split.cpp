@@ -6,10 +6,12 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <random>
+#include <sstream>
 
 #include "coco/keypoint_sigmas.h"
 #include "common/errors.h"
@@ -17,6 +19,7 @@
 #include "data/dataset.h"
 #include "data/yolo_split.h"
 #include "eval/coco_eval.h"
+#include "log_capture.h"
 #include "test_support.h"
 
 using namespace detrain;
@@ -155,6 +158,9 @@ TEST_CASE("YOLO pose split: keypoints in pixels, visibility, OKS sigmas", "[unit
   CHECK(t.keypoints_per_instance == 2);
   CHECK(t.ann_keypoints == std::vector<double>{50, 25, 2, 0, 0, 0});
   CHECK(t.ann_num_keypoints[0] == 1);
+  // No segment in a label: COCO's person area is estimated as 0.53 of the 50 x 25 box (the
+  // OKS scale; the detection test above keeps the box's own area).
+  CHECK(t.ann_area[0] == 50.0 * 25.0 * 0.53);
 }
 
 TEST_CASE("17 keypoints without oks_sigmas get pycocotools' COCO sigmas, bit for bit",
@@ -174,6 +180,62 @@ TEST_CASE("17 keypoints without oks_sigmas get pycocotools' COCO sigmas, bit for
   CHECK(info.oks_sigmas[0] == .26 / 10.0);
   CHECK(info.oks_sigmas[0] != 0.026);
   CHECK(info.oks_sigmas[11] == 1.07 / 10.0);
+}
+
+// Occurrences of `needle` in `text`.
+size_t count_of(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+TEST_CASE("YOLO scan drops a truncated JPEG and a garbage file with one warning each, every run",
+          "[unit][data][yolo]") {
+  TempDir dir("yolo-broken");
+  test::ScopedEnv cache_dir("DETRAIN_CACHE_DIR", dir.file("cache"));
+  write_image(dir.file("images/val/1.jpg"), 64, 48);
+  write_image(dir.file("images/val/2.jpg"), 64, 48);
+  write_image(dir.file("images/val/4.jpg"), 40, 40);
+  {
+    // 2.jpg: the first third of the file, header intact (the header reader alone accepts it).
+    std::ifstream in(dir.file("images/val/2.jpg"), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    std::ofstream out(dir.file("images/val/2.jpg"), std::ios::binary | std::ios::trunc);
+    out << bytes.substr(0, bytes.size() / 3);
+    // 4.jpg: whole, with bytes after its end marker (some cameras append data): kept.
+    std::ofstream tail(dir.file("images/val/4.jpg"), std::ios::binary | std::ios::app);
+    tail << "trailing bytes";
+  }
+  write_text(dir.file("images/val/3.jpg"), "<html>not an image</html>\n");  // garbage
+  for (const char* stem : {"1", "2", "3", "4"})
+    write_text(dir.file(std::string("labels/val/") + stem + ".txt"),
+               "0 0.5 0.5 0.25 0.5\n0 0.5 0.5 0.25 0.5\n");  // a duplicate row each
+  const std::string yaml = dir.file("data.yaml");
+  write_text(yaml, "path: " + dir.path() + "\ntrain: images/val\nval: images/val\nnames: [cat]\n");
+  const DatasetInfo info = load_dataset(yaml);
+  for (const std::string expected_cache : {"written", "read"}) {
+    INFO("records cache " << expected_cache);
+    std::ostringstream log;
+    std::string use;
+    coco::AnnotationTable t;
+    {
+      test::LogCapture capture(log);
+      t = read_split(info, "val", record_read_options(info), true, &use);
+    }
+    CHECK(use == expected_cache);
+    // Kept: 1 and 4, each with its one box left after the duplicate is removed.
+    CHECK(t.image_ids == std::vector<int64_t>{1, 4});
+    CHECK(t.num_annotations() == 2);
+    const std::string text = log.str();
+    INFO(text);
+    CHECK(count_of(text, "2.jpg: truncated or damaged JPEG") == 1);
+    CHECK(count_of(text, "3.jpg: cannot be read as an image") == 1);
+    CHECK(count_of(text, "4.jpg") == 0);
+    // The label files' own warnings (the duplicate rows of the kept images) every run too.
+    CHECK(count_of(text, "1.txt: 1 duplicate row") == 1);
+    CHECK(count_of(text, "4.txt: 1 duplicate row") == 1);
+    CHECK(count_of(text, "2 corrupt dropped") == 1);  // the counts say so
+  }
 }
 
 TEST_CASE("YOLO split errors name the YAML and split", "[unit][data][yolo]") {
