@@ -116,10 +116,10 @@ cv::Size resized_size(int width, int height, int long_side) {
           std::min(static_cast<int>(std::ceil(height * r)), long_side)};
 }
 
-DecodedImage load_image(const std::string& path, int long_side, bool area_downscale) {
+DecodedImage load_image(const std::string& path, int long_side, bool exact) {
   std::vector<uint8_t> bytes;
   if (!read_file_bytes(path, bytes)) return {cv::Mat(), "cannot read the file", 0, 0};
-  DecodedImage img = decode_image(bytes, long_side);
+  DecodedImage img = decode_image(bytes, exact ? 0 : long_side);
   if (!img.ok() || long_side <= 0) return img;
   // The target follows from the stored size (as in the reference); a DCT-reduced decode only
   // changes what is resized.
@@ -127,8 +127,8 @@ DecodedImage load_image(const std::string& path, int long_side, bool area_downsc
   const double r = static_cast<double>(long_side) / std::max(h, w);
   if (r == 1.0 && img.bgr.cols == w && img.bgr.rows == h) return img;
   cv::Mat resized;
-  cv::resize(img.bgr, resized, resized_size(w, h, long_side), 0, 0,
-             area_downscale && r < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
+  // INTER_LINEAR either way: 8.4.190's load_image no longer shrinks val images with INTER_AREA.
+  cv::resize(img.bgr, resized, resized_size(w, h, long_side), 0, 0, cv::INTER_LINEAR);
   img.bgr = resized;
   return img;
 }

@@ -26,9 +26,11 @@ struct DecodedImage {
 DecodedImage decode_image(const std::vector<uint8_t>& bytes, int min_long_side = 0);
 
 // Reads and decodes a file, then resizes so the long side is `long_side` (sides ceil'ed,
-// capped at long_side); `area_downscale` picks INTER_AREA for shrinking (the reference's val
-// path), INTER_LINEAR otherwise. long_side <= 0 keeps the decoded size.
-DecodedImage load_image(const std::string& path, int long_side, bool area_downscale);
+// capped at long_side) with INTER_LINEAR, as 8.4.190's load_image. `exact` decodes at full
+// size first, so the pixels are the reference's (validation, whose scores must equal `yolo
+// val`'s); otherwise a DCT-reduced decode may be what is resized (training). long_side <= 0
+// keeps the decoded size.
+DecodedImage load_image(const std::string& path, int long_side, bool exact);
 
 // The size load_image resizes a w x h image to: long side `long_side`, sides ceil'ed and capped.
 cv::Size resized_size(int width, int height, int long_side);

@@ -25,7 +25,7 @@ namespace detrain::data {
 struct ImageStoreRequest {
   std::string cache = "none";  // data.cache
   std::string annotations;     // the split's annotation file (names and keys the store)
-  bool train = true;           // train (INTER_LINEAR resize) or val (INTER_AREA)
+  bool train = true;           // train (DCT-reduced decodes allowed) or val (full-size decodes)
   int imgsz = 640;
   size_t recent = 0;  // LRU size for training without a full store
 };

@@ -248,7 +248,7 @@ std::string MappedImageCache::write_error() const {
 }
 
 uint64_t cache_key(const std::vector<ImageRecord>& records, const std::string& annotations,
-                   int imgsz, bool area_downscale) {
+                   int imgsz, bool exact) {
   Hash64 h(0x1a6e5);
   const auto add_file = [&h](const std::string& path) {
     struct stat st {};
@@ -259,7 +259,8 @@ uint64_t cache_key(const std::vector<ImageRecord>& records, const std::string& a
     h.update(path.data(), path.size() + 1);  // with its NUL: no two lists hash alike
     h.update(facts, sizeof(facts));
   };
-  const int32_t settings[2] = {imgsz, area_downscale ? 1 : 0};
+  // 2, not 1, for val: caches of the INTER_AREA val images of earlier versions are stale.
+  const int32_t settings[2] = {imgsz, exact ? 2 : 0};
   h.update(settings, sizeof(settings));
   add_file(annotations);
   for (const auto& r : records) {

@@ -72,7 +72,7 @@ class MappedImageCache : public DecodedImageStore {
 // The key of a split's decoded images: each record's file (path, size, modification time) and
 // size in the annotations, the annotation file's size and time, imgsz and the resize mode.
 uint64_t cache_key(const std::vector<ImageRecord>& records, const std::string& annotations,
-                   int imgsz, bool area_downscale);
+                   int imgsz, bool exact);
 
 // Pixel bytes of every record resized to imgsz (long side).
 uint64_t decoded_bytes(const std::vector<ImageRecord>& records, int imgsz);

@@ -46,12 +46,8 @@ void own_image(Sample& s, const cv::Mat& shared) {
 }  // namespace
 
 ImageSource::ImageSource(const std::vector<ImageRecord>& records, int64_t kpt_count, int imgsz,
-                         bool area_downscale, DecodedImageStore* cache)
-    : records_(records),
-      kpt_count_(kpt_count),
-      imgsz_(imgsz),
-      area_downscale_(area_downscale),
-      cache_(cache) {}
+                         bool exact, DecodedImageStore* cache)
+    : records_(records), kpt_count_(kpt_count), imgsz_(imgsz), exact_(exact), cache_(cache) {}
 
 bool ImageSource::known_bad(int64_t index) const {
   std::lock_guard<std::mutex> lock(bad_mutex_);
@@ -77,8 +73,12 @@ Sample ImageSource::load(int64_t index) {
     if (known_bad(i)) continue;
     cv::Mat image = cache_ ? cache_->get(i) : cv::Mat();
     if (image.empty()) {
-      DecodedImage d = load_image(records_[static_cast<size_t>(i)].file, imgsz_, area_downscale_);
+      DecodedImage d = load_image(records_[static_cast<size_t>(i)].file, imgsz_, exact_);
       ++decodes_;
+      if (!d.ok() && exact_)
+        throw DataError(records_[static_cast<size_t>(i)].file + ": " + d.error +
+                        "; the image passed the scan's check (header and end marker) but does not "
+                        "decode: remove or replace it, then validate again");
       if (!d.ok()) {
         mark_bad(i, d.error);
         continue;

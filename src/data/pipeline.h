@@ -17,14 +17,18 @@
 
 namespace detrain::data {
 
-// Loads record images (decode + long-side resize) through a shared cache. A file that fails
-// to decode is warned about once, counted, and replaced by the next record that decodes, so
-// an epoch never stops on a bad JPEG.
+// Loads record images (decode + long-side resize) through a shared cache. The scan drops files
+// that are not whole (data/image_check.h); one that still fails to decode here (damaged inside,
+// or changed since the scan) is, in training, warned about once, counted, and replaced by the
+// next record that decodes, so an epoch never stops on it. Validation (`exact`) never replaces
+// an image, which would score one image's predictions twice and another's not at all: the
+// failure is a DataError naming the file.
 class ImageSource {
  public:
-  // `cache` may be null (no reuse). area_downscale: INTER_AREA when shrinking (val).
-  ImageSource(const std::vector<ImageRecord>& records, int64_t kpt_count, int imgsz,
-              bool area_downscale, DecodedImageStore* cache);
+  // `cache` may be null (no reuse). exact: full-size decodes, the reference's pixels, and no
+  // replacement (val).
+  ImageSource(const std::vector<ImageRecord>& records, int64_t kpt_count, int imgsz, bool exact,
+              DecodedImageStore* cache);
 
   // Record `index` (or its replacement) as a sample in the resized image's pixels.
   Sample load(int64_t index);
@@ -40,7 +44,7 @@ class ImageSource {
   const std::vector<ImageRecord>& records_;
   int64_t kpt_count_;
   int imgsz_;
-  bool area_downscale_;
+  bool exact_;
   DecodedImageStore* cache_;
   mutable std::mutex bad_mutex_;
   std::set<int64_t> bad_;

@@ -3,8 +3,9 @@
 // imgsz with INTER_LINEAR, then pad each axis only up to the next multiple of the stride, grey
 // 114, centred), and the frame its scale_boxes / scale_coords undo it with (gains per axis from
 // the rounded resized sides, pads rounded as the letterbox rounds them). Validation letterboxes
-// differently (rect batches, INTER_AREA downscaling), so predict and val boxes of one image can
-// differ slightly, as they do in the reference. No LibTorch.
+// differently (rect batches: a load to long side imgsz, then a pad up to the batch shape, half
+// a stride more), so predict and val boxes of one image can differ slightly, as they do in the
+// reference. No LibTorch.
 #pragma once
 
 #include <opencv2/core.hpp>
