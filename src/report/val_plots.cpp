@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr double kConfusionConf = 0.25, kConfusionIou = 0.45, kCurveIou = 0.5;
+constexpr double kCurveIou = 0.5;
 constexpr int kGrid = 1000;
 
 struct Instances {  // one image's boxes (original pixels)
@@ -176,13 +176,12 @@ ClassCurves class_curves(const std::vector<double>& scores, const std::vector<in
 }
 
 ValPlots::ValPlots(const data::DatasetInfo& dataset, const std::vector<data::ImageRecord>& records,
-                   std::string dir, int64_t plot_batches)
+                   std::string dir, int64_t plot_batches, double conf)
     : dataset_(dataset),
       dir_(std::move(dir)),
       plot_batches_(plot_batches),
       nc_(dataset.nc()),
-      confusion_(static_cast<size_t>(dataset.nc() + 1),
-                 std::vector<double>(static_cast<size_t>(dataset.nc() + 1), 0.0)),
+      confusion_(dataset.nc(), conf),
       truths_per_class_(static_cast<size_t>(dataset.nc()), 0) {
   for (const auto& r : records) by_id_[r.image_id] = &r;
 }
@@ -191,7 +190,6 @@ void ValPlots::add(int64_t batch_index, const infer::ValBatch& batch,
                    const std::vector<infer::ImageDetections>& detections) {
   std::vector<const data::ImageRecord*> batch_records;
   std::vector<std::string> titles;
-  const size_t bg = static_cast<size_t>(nc_);
   for (size_t i = 0; i < detections.size() && i < batch.frames.size(); ++i) {
     const auto it = by_id_.find(batch.frames[i].image_id);
     const data::ImageRecord* record = it == by_id_.end() ? nullptr : it->second;
@@ -203,27 +201,7 @@ void ValPlots::add(int64_t batch_index, const infer::ValBatch& batch,
     for (int c : gt.classes)
       if (c >= 0 && c < nc_) ++truths_per_class_[static_cast<size_t>(c)];
 
-    // Confusion matrix: confident detections, class-agnostic IoU match.
-    std::vector<size_t> confident;
-    for (size_t j = 0; j < det.scores.size(); ++j)
-      if (det.scores[j] > kConfusionConf) confident.push_back(j);
-    std::vector<std::vector<double>> iou(gt.boxes.size(), std::vector<double>(confident.size()));
-    for (size_t g = 0; g < gt.boxes.size(); ++g)
-      for (size_t j = 0; j < confident.size(); ++j)
-        iou[g][j] = box_iou(gt.boxes[g], det.boxes[confident[j]]);
-    const std::vector<int> match = match_greedy(iou, kConfusionIou + 1e-12);
-    std::vector<bool> truth_matched(gt.boxes.size(), false);
-    for (size_t j = 0; j < confident.size(); ++j) {
-      const size_t pred = static_cast<size_t>(det.classes[confident[j]]);
-      if (j < match.size() && match[j] >= 0) {
-        truth_matched[static_cast<size_t>(match[j])] = true;
-        confusion_[pred][static_cast<size_t>(gt.classes[static_cast<size_t>(match[j])])] += 1;
-      } else {
-        confusion_[pred][bg] += 1;  // a detection of nothing: background column
-      }
-    }
-    for (size_t g = 0; g < gt.boxes.size(); ++g)
-      if (!truth_matched[g]) confusion_[bg][static_cast<size_t>(gt.classes[g])] += 1;  // missed
+    confusion_.add(gt.boxes, gt.classes, det.boxes, det.scores, det.classes);
 
     // Curves: every detection, class-aware match at IoU 0.5 (and OKS 0.5 for pose).
     auto pool = [&](Pooled& into, auto&& similarity_of) {
@@ -289,9 +267,9 @@ CurveChart coco_pr_chart(const eval::CocoEvalResult& r, const std::string& title
 void ValPlots::save(const infer::ValidationResult& result) const { save_curves(&result); }
 
 void ValPlots::save_curves(const infer::ValidationResult* result) const {
-  save_chart(draw_confusion_matrix(confusion_, dataset_.names, false),
+  save_chart(draw_confusion_matrix(confusion_.counts(), dataset_.names, false),
              (fs::path(dir_) / "confusion_matrix.png").string());
-  save_chart(draw_confusion_matrix(confusion_, dataset_.names, true),
+  save_chart(draw_confusion_matrix(confusion_.counts(), dataset_.names, true),
              (fs::path(dir_) / "confusion_matrix_normalized.png").string());
   auto curves = [&](const Pooled& pooled, const std::string& prefix) {
     const ClassCurves c = class_curves(pooled.scores, pooled.classes, pooled.tp, truths_per_class_);

@@ -1,10 +1,10 @@
 // The reference's validation plots, gathered while validation runs and drawn at its end:
-// confusion_matrix.png and confusion_matrix_normalized.png (conf 0.25, IoU 0.45, with the
-// background row and column), the PR, F1, P and R curves per class with their mean (Box*, and
-// Pose* for pose models, matched by OKS), and val_batch{i}_labels.jpg beside
-// val_batch{i}_pred.jpg for the first batches (tiles titled by file name).
-// The PR curves are the COCO evaluator's own (precision at IoU 0.5 over its 101 recall points),
-// so their legends are the AP50 that results.csv (mAP50), the validation table and
+// confusion_matrix.png and confusion_matrix_normalized.png (8.4.190's rule, infer/
+// confusion_matrix.h: the validation conf, IoU 0.45, with the background row and column), the PR,
+// F1, P and R curves per class with their mean (Box*, and Pose* for pose models, matched by OKS),
+// and val_batch{i}_labels.jpg beside val_batch{i}_pred.jpg for the first batches (tiles titled by
+// file name). The PR curves are the COCO evaluator's own (precision at IoU 0.5 over its 101 recall
+// points), so their legends are the AP50 that results.csv (mAP50), the validation table and
 // `detrain eval --per-class` print; the F1/P/R-confidence curves come from detections pooled
 // over the data set and matched at IoU 0.5 (the reference's ap_per_class), which COCO has no
 // confidence axis for.
@@ -17,6 +17,7 @@
 
 #include "data/coco_records.h"
 #include "data/dataset.h"
+#include "infer/confusion_matrix.h"
 #include "infer/validate.h"
 #include "report/plots_charts.h"
 
@@ -47,9 +48,10 @@ CurveChart coco_pr_chart(const eval::CocoEvalResult& result, const std::string& 
 
 class ValPlots {
  public:
-  // `records`: the split's images (ground truth by image id); files go to `dir`.
+  // `records`: the split's images (ground truth by image id); files go to `dir`; `conf` is the
+  // validation's (val.conf), the confusion matrix's threshold.
   ValPlots(const data::DatasetInfo& dataset, const std::vector<data::ImageRecord>& records,
-           std::string dir, int64_t plot_batches);
+           std::string dir, int64_t plot_batches, double conf);
 
   // The validation observer's body: one batch (network-input pixels) and its detections.
   void add(int64_t batch_index, const infer::ValBatch& batch,
@@ -72,7 +74,7 @@ class ValPlots {
   std::string dir_;
   int64_t plot_batches_;
   int64_t nc_;
-  std::vector<std::vector<double>> confusion_;  // [nc + 1 predicted][nc + 1 true]
+  infer::ConfusionMatrix confusion_;
   std::vector<int64_t> truths_per_class_;
   Pooled box_, pose_;
 };

@@ -51,7 +51,8 @@ EpochVerdict EpochEnd::finish(TrainState& state, double seconds, bool time_up) {
     ValidationProgress val_progress(x_, parts_.validation->images());
     std::optional<report::ValPlots> plots;
     if (x_.train.plots)
-      plots.emplace(data_.dataset, parts_.validation->records(), paths_.dir, x_.train.plot_batches);
+      plots.emplace(data_.dataset, parts_.validation->records(), paths_.dir, x_.train.plot_batches,
+                    x_.val.conf);
     auto observer = [&](int64_t index, const infer::ValBatch& b,
                         const std::vector<infer::ImageDetections>& dets) {
       val_progress.add(static_cast<int64_t>(b.frames.size()));
