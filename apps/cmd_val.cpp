@@ -51,10 +51,11 @@ int run_val(const ValArgs& args) {
                      x.data.dataset + " has " + std::to_string(dataset.nc()) +
                      "; validate on the data set it was "
                      "trained for");
-  tasks::ValidationRun validation(
-      x, dataset, x.val.split, *m.model, device,
-      model::effective_precision(model::parse_precision(x.train.precision), device) ==
-          model::Precision::kBf16);
+  // fp32, as `yolo val` runs (its quantize is unset: fp32 on CPU and GPU), so that scores equal
+  // the reference's; train.precision=bf16-always asks for BF16 autocast.
+  const bool bf16 = model::parse_precision(x.train.precision) == model::Precision::kBf16Always;
+  tasks::ValidationRun validation(x, dataset, x.val.split, *m.model, device, bf16,
+                                  tasks::ValCaller::kStandalone);
   // --plots: the confusion matrices, curves and val_batch images of a training run's end.
   std::optional<report::ValPlots> plots;
   std::string plots_dir;
@@ -63,7 +64,7 @@ int run_val(const ValArgs& args) {
                     ? report::create_numbered_dir(args.config.project(overrides), "val", false)
                     : args.out;
     ensure_writable_dir(plots_dir);
-    plots.emplace(dataset, validation.records(), plots_dir, x.train.plot_batches);
+    plots.emplace(dataset, validation.records(), plots_dir, x.train.plot_batches, x.val.conf);
   }
   auto observer = [&](int64_t index, const infer::ValBatch& b,
                       const std::vector<infer::ImageDetections>& dets) {

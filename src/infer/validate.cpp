@@ -104,7 +104,10 @@ ValidationResult Validator::run(model::YoloModelImpl& model,
 
   Stopwatch evaluate;
   result.box = box_evaluator_->evaluate(detections);
-  if (keypoint_evaluator_) result.keypoints = keypoint_evaluator_->evaluate(detections);
+  if (keypoint_evaluator_) {
+    result.keypoints = keypoint_evaluator_->evaluate(detections);
+    result.keypoint_area_rule = o.keypoint_area_rule;
+  }
   result.evaluate_s = evaluate.seconds();
   return result;
 }
@@ -144,7 +147,10 @@ std::string stats_table(const ValidationResult& result) {
   };
   row("box", result.box, false);
   if (result.keypoints) row("keypoints", *result.keypoints, true);
-  return format_table(header, rows);
+  std::string table = format_table(header, rows);
+  if (result.keypoints && !result.keypoint_area_rule.empty())
+    table += (table.empty() || table.back() == '\n' ? "" : "\n") + result.keypoint_area_rule + "\n";
+  return table;
 }
 
 }  // namespace detrain::infer

@@ -40,8 +40,9 @@ struct ValidationOptions {
   std::vector<int64_t> image_ids;  // images to score (empty: every GT image)
   bool bf16 = true;                // autocast the forward pass
   torch::Device device = torch::kCPU;
-  eval::RecordRounding rounding;  // what predictions.json holds (and what is scored)
-  int eval_threads = 0;           // COCO evaluator threads (0: every core)
+  eval::RecordRounding rounding;   // what predictions.json holds (and what is scored)
+  int eval_threads = 0;            // COCO evaluator threads (0: every core)
+  std::string keypoint_area_rule;  // printed under the table of a pose validation
 };
 
 struct ValidationResult {
@@ -52,8 +53,9 @@ struct ValidationResult {
   double inference_s = 0;    // forward pass and NMS / top-k
   double postprocess_s = 0;  // back to original pixels and COCO records
   double evaluate_s = 0;
-  std::vector<double> losses;  // [n] loss items averaged over batches (empty unless asked for)
-  double loss_s = 0;           // computing `losses`
+  std::vector<double> losses;      // [n] loss items averaged over batches (empty unless asked for)
+  double loss_s = 0;               // computing `losses`
+  std::string keypoint_area_rule;  // ValidationOptions' (pose models only)
 
   // 0.9 AP + 0.1 AP50 of boxes, plus the same of keypoints for pose models.
   double fitness() const;
@@ -105,7 +107,8 @@ class Validator {
 };
 
 // Stats of one evaluation as a fixed-width table (one row per IoU type: AP, AP50, AP75, APs,
-// APm, APl, AR100), the table printed after each validation.
+// APm, APl, AR100), the table printed after each validation, with the keypoint area rule
+// under it for pose models.
 std::string stats_table(const ValidationResult& result);
 
 }  // namespace detrain::infer

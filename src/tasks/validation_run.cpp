@@ -1,9 +1,12 @@
 // See validation_run.h.
 #include "tasks/validation_run.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include "coco/annotations_json.h"
 #include "common/timer.h"
 #include "data/coco_records.h"
+#include "data/yolo_split.h"
 #include "loss/criterion.h"
 #include "model/yolo_model.h"
 
@@ -11,7 +14,7 @@ namespace detrain::tasks {
 
 ValidationRun::ValidationRun(const config::Experiment& x, const data::DatasetInfo& dataset,
                              const std::string& split, const model::YoloModelImpl& model,
-                             const torch::Device& device, bool bf16)
+                             const torch::Device& device, bool bf16, ValCaller caller)
     : device_(device) {
   // One read of the split's file for both the loader's records and the evaluator's ground
   // truth: the loader's requirements plus the evaluator's categories.
@@ -23,6 +26,7 @@ ValidationRun::ValidationRun(const config::Experiment& x, const data::DatasetInf
   records_ = data::build_records(table, dataset, dataset.split(split), record_options).images;
   data::LoaderOptions lo =
       data::LoaderOptions::from(x.data, static_cast<uint64_t>(x.runtime.seed), /*train=*/false);
+  if (caller == ValCaller::kStandalone) lo.batch = x.data.batch;
   if (x.val.batch > 0) lo.batch = x.val.batch;
   lo.stride = static_cast<int>(model.max_stride());
   lo.rect = x.val.rect;
@@ -36,6 +40,7 @@ ValidationRun::ValidationRun(const config::Experiment& x, const data::DatasetInf
   vo.coco_ids = dataset.coco_ids;
   vo.keypoints = model.head()->options().pose() ? model.arch().kpt_shape[0] : 0;
   vo.oks_sigmas = dataset.oks_sigmas;
+  if (vo.keypoints > 0) vo.keypoint_area_rule = keypoint_area_rule(dataset);
   for (const auto& r : records_) vo.image_ids.push_back(r.image_id);
   vo.bf16 = bf16;
   vo.device = device;
@@ -72,6 +77,15 @@ infer::ValidationResult ValidationRun::run(model::YoloModelImpl& model,
     result.losses.push_back(loss_sum[i].item<double>() / static_cast<double>(loss_batches));
   result.loss_s = loss_s;
   return result;
+}
+
+std::string keypoint_area_rule(const data::DatasetInfo& dataset) {
+  if (dataset.format == data::DataFormat::kYolo)
+    return fmt::format(
+        "keypoint OKS area: {} x box w*h (YOLO labels have no segment area; COCO's person "
+        "segments cover about {} of their box; docs/evaluator.md)",
+        data::kPoseAreaPerBox, data::kPoseAreaPerBox);
+  return "keypoint OKS area: each annotation's own area (COCO: its segment's)";
 }
 
 loss::Targets loss_targets(const data::Batch& batch, const torch::Device& device) {

@@ -1,6 +1,8 @@
-// Validation as the trainer and `detrain val` run it: the split's records in letterboxed rect
-// batches, its annotation file as ground truth (boxes, and keypoints for pose), and the
-// validator configured from `val.*`. One definition, so `detrain val` on a checkpoint gives the
+// Validation as the trainer and `detrain val` run it: the split's records in the reference's
+// rect batches (data/pipeline.h: sorted by aspect ratio, one shape per batch, padded by half a
+// stride; or square with val.rect=false), its annotation file as ground truth (boxes, and
+// keypoints for pose; images dropped at scan are in neither), and the validator configured
+// from `val.*`. One definition, so `detrain val` on a checkpoint gives the
 // trainer's numbers. Validation losses are the reference's: the training criterion on each val
 // batch's targets and the eval-mode head outputs, averaged over batches.
 #pragma once
@@ -25,13 +27,20 @@ struct Targets;
 
 namespace detrain::tasks {
 
+// Who validates: the batch size of `val.batch=0` follows the reference's callers, `yolo val`
+// (its `batch`, data.batch here) and the trainer (twice its training batch).
+enum class ValCaller { kTrainer, kStandalone };
+
+// The line printed under the table of a pose validation: which area scales OKS.
+std::string keypoint_area_rule(const data::DatasetInfo& dataset);
+
 class ValidationRun {
  public:
   // Reads the `split` records and annotations of `dataset` for `model` (its classes, keypoints
   // and end-to-end flag decide the postprocess and the IoU types).
   ValidationRun(const config::Experiment& experiment, const data::DatasetInfo& dataset,
                 const std::string& split, const model::YoloModelImpl& model,
-                const torch::Device& device, bool bf16);
+                const torch::Device& device, bool bf16, ValCaller caller = ValCaller::kTrainer);
   ValidationRun(const ValidationRun&) = delete;
   ValidationRun& operator=(const ValidationRun&) = delete;
 

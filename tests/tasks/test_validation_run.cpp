@@ -1,15 +1,28 @@
-// Validation losses of ValidationRun: the criterion's items on each val batch (eval-mode raw
-// head outputs, the batch's targets) averaged over batches, checked against direct criterion
-// calls on the same batches; the pose head's RLE item is 0 there, as in the reference.
+// ValidationRun: validation losses (the criterion's items on each val batch, eval-mode raw head
+// outputs and the batch's targets, averaged over batches, checked against direct criterion
+// calls on the same batches; the pose head's RLE item is 0 there, as in the reference); rect
+// batch shapes equal to Ultralytics 8.4.190's set_rectangle (run at test time); images that are
+// not whole dropped from the ground truth and the predictions alike, warned about on every run;
+// the keypoint area rule printed under the table.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 
+#include "common/paths.h"
 #include "config/config.h"
 #include "data/coco_records.h"
 #include "data/dataset.h"
 #include "data/loader.h"
+#include "data/pipeline.h"
 #include "data/synth.h"
+#include "export/export_fixtures.h"
+#include "log_capture.h"
 #include "loss/criterion.h"
 #include "model/yolo_model.h"
 #include "tasks/validation_run.h"
@@ -119,4 +132,137 @@ TEST_CASE("validation losses of a pose model match direct calls and have RLE 0",
   // section 3.4: "val rle is 0").
   CHECK(r.losses[static_cast<size_t>(rle - names.begin())] == 0.0);
   CHECK(r.losses[0] > 0.0);  // box
+}
+
+namespace {
+
+// Per image (in `sizes` order, w x h), the input shape "HxW" of its rect batch: detrain's plan
+// and 8.4.190's BaseDataset.set_rectangle (tests/infer/yolo_val_reference.py rect).
+std::string shape_text(int h, int w) { return std::to_string(h) + "x" + std::to_string(w); }
+
+std::vector<std::string> detrain_shapes(const std::vector<std::array<int, 2>>& sizes, int64_t batch,
+                                        int imgsz) {
+  std::vector<data::ImageRecord> records(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    records[i].width = sizes[i][0];
+    records[i].height = sizes[i][1];
+  }
+  const data::RectBatches plan = data::plan_rect_batches(records, batch, imgsz);
+  std::vector<std::string> out(sizes.size());
+  for (size_t pos = 0; pos < plan.order.size(); ++pos) {
+    const auto& hw = plan.shapes_hw[pos / static_cast<size_t>(batch)];
+    out[static_cast<size_t>(plan.order[pos])] = shape_text(hw[0], hw[1]);
+  }
+  return out;
+}
+
+std::vector<std::string> reference_shapes(const std::vector<std::array<int, 2>>& sizes,
+                                          int64_t batch, int imgsz) {
+  std::string list;
+  for (const auto& s : sizes)
+    list += (list.empty() ? "" : ",") + std::to_string(s[0]) + "x" + std::to_string(s[1]);
+  const auto r = test::run_command("'" + test::reference_python() + "' '" + source_dir() +
+                                   "/tests/infer/yolo_val_reference.py' rect --sizes " + list +
+                                   " --batch " + std::to_string(batch) + " --imgsz " +
+                                   std::to_string(imgsz) + " 2>/dev/null");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  std::vector<std::string> out;
+  for (const auto& s : nlohmann::json::parse(r.output)) out.push_back(shape_text(s[0], s[1]));
+  return out;
+}
+
+// Occurrences of `needle` in `text`.
+size_t count_of(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("rect batch shapes are 8.4.190's set_rectangle shapes", "[parity][data][val]") {
+  // COCO's common sizes and extremes; equal aspect ratios (0.75, 1.0) share a batch or meet at
+  // a boundary between batches of one shape, where numpy's unstable argsort and the stable sort
+  // here may order them differently without changing any image's shape.
+  const std::vector<std::array<int, 2>> sizes = {
+      {640, 480}, {480, 640}, {640, 427}, {640, 640},  {500, 375},  {612, 612}, {640, 360},
+      {333, 500}, {640, 425}, {427, 640}, {1000, 200}, {200, 1000}, {640, 481}};
+  for (const auto& [batch, imgsz] :
+       std::vector<std::pair<int64_t, int>>{{4, 640}, {3, 320}, {16, 640}, {2, 416}}) {
+    INFO("batch " << batch << ", imgsz " << imgsz);
+    CHECK(detrain_shapes(sizes, batch, imgsz) == reference_shapes(sizes, batch, imgsz));
+  }
+  // Half a stride of padding: a 640 x 480 image alone is validated at 512 x 672, not 480 x 640.
+  CHECK(detrain_shapes({{640, 480}}, 1, 640)[0] == "512x672");
+}
+
+TEST_CASE("validation drops broken images from ground truth and predictions, warning every run",
+          "[unit][val]") {
+  TempDir dir;
+  const auto synth = tiny_synth(dir, 5, 4, 8);
+  Setup s = make_setup(synth.detect_yaml, "models/yolo26.yaml");
+  const config::Experiment& x = s.resolved.experiment;
+  REQUIRE(x.data.cache_records);  // the second run reads the image check from its cache
+  const auto all = data::load_records(s.dataset, "val").images;
+  REQUIRE(all.size() == 8);
+  {
+    std::ifstream in(all[1].file, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    std::ofstream out(all[1].file, std::ios::binary | std::ios::trunc);
+    out << bytes.substr(0, bytes.size() / 2);  // truncated JPEG, header intact
+  }
+  test::write_text(all[2].file, "garbage, not an image");
+  std::set<int64_t> kept;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (i != 1 && i != 2) kept.insert(all[i].image_id);
+
+  for (int run_index = 0; run_index < 2; ++run_index) {
+    INFO("run " << run_index);
+    std::ostringstream log;
+    std::optional<tasks::ValidationRun> run;
+    {
+      test::LogCapture capture(log);
+      run.emplace(x, s.dataset, "val", *s.model, torch::kCPU, false);
+    }
+    INFO(log.str());
+    CHECK(count_of(log.str(), all[1].file + ": truncated or damaged JPEG") == 1);
+    CHECK(count_of(log.str(), all[2].file + ": cannot be read as an image") == 1);
+    CHECK(run->images() == 6);
+    const infer::ValidationResult r = run->run(*s.model);
+    CHECK(r.images == 6);
+    // The ground truth scored is the kept images' alone.
+    CHECK(std::set<int64_t>(r.box.image_ids.begin(), r.box.image_ids.end()) == kept);
+    // Predictions only for kept images, none twice (a replaced image used to be predicted twice
+    // under its neighbour's id).
+    std::set<std::tuple<int64_t, double, double, double, double, double>> unique;
+    for (const auto& p : r.records) {
+      CHECK(kept.count(p.image_id) == 1);
+      CHECK(
+          unique.insert({p.image_id, p.score, p.bbox[0], p.bbox[1], p.bbox[2], p.bbox[3]}).second);
+    }
+  }
+}
+
+TEST_CASE("the keypoint OKS area rule is printed under a pose table", "[unit][val]") {
+  TempDir dir;
+  const auto synth = tiny_synth(dir, 5, 4, 8);
+  const data::DatasetInfo coco = data::load_dataset(synth.pose_yaml);
+  CHECK(tasks::keypoint_area_rule(coco) ==
+        "keypoint OKS area: each annotation's own area (COCO: its segment's)");
+  data::DatasetInfo yolo = coco;
+  yolo.format = data::DataFormat::kYolo;
+  CHECK(tasks::keypoint_area_rule(yolo).rfind("keypoint OKS area: 0.53 x box w*h", 0) == 0);
+
+  infer::ValidationResult r;
+  r.box.stats.assign(12, 0.5);
+  CHECK(infer::stats_table(r).find("OKS area") == std::string::npos);  // detection: no line
+  r.keypoints.emplace();
+  r.keypoints->stats.assign(10, 0.25);
+  r.keypoint_area_rule = tasks::keypoint_area_rule(yolo);
+  const std::string table = infer::stats_table(r);
+  INFO(table);
+  // The last line of the table names the rule.
+  CHECK(table.find("keypoints") < table.find("keypoint OKS area: 0.53 x box w*h"));
+  CHECK(count_of(table, "keypoint OKS area") == 1);
 }

@@ -1,0 +1,219 @@
+// `detrain val -w X.pt -d data.yaml --save-json` against `yolo val` (Ultralytics 8.4.190, CPU:
+// YOLO(X).val with save_json, batch 16, conf 0.001, iou 0.7) on a YOLO-format copy of
+// coco-mini's val split (48 photos; tests/golden/pt_fixtures.py makes it with convert_coco), for
+// a detection and a pose .pt fixture of tests/golden/pt_fixtures.py. The reference runs at test
+// time (tests/infer/yolo_val_reference.py). Both prediction files must hold the same detections
+// (matched per image and class by box IoU) with scores within 1e-3, and score the same against
+// coco-mini's own COCO annotation file (hotcoco's pycocotools-compatible COCOeval) within 1e-3.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "common/paths.h"
+#include "export/export_fixtures.h"
+#include "test_support.h"
+
+using namespace detrain;
+namespace fs = std::filesystem;
+
+namespace {
+
+// fp32 on both sides, different kernels (LibTorch vs PyTorch, OpenCV builds): scores and
+// coordinates agree to ~1e-5; the files round boxes to 1e-3 px and scores to 1e-5.
+constexpr double kScoreTolerance = 1e-3;
+// The same box: IoU above this (a 1e-3 px rounding moves a 10 px box's IoU by < 1e-3).
+constexpr double kSameBoxIou = 0.99;
+// Stats of two files whose detections agree as above.
+constexpr double kStatTolerance = 1e-3;
+
+struct Prediction {
+  std::array<double, 4> xyxy{};
+  double score = 0;
+  int64_t cls = 0;
+  std::vector<double> keypoints;
+};
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  return nlohmann::json::parse(in);
+}
+
+double iou(const std::array<double, 4>& a, const std::array<double, 4>& b) {
+  const double w = std::max(0.0, std::min(a[2], b[2]) - std::max(a[0], b[0]));
+  const double h = std::max(0.0, std::min(a[3], b[3]) - std::max(a[1], b[1]));
+  const double inter = w * h;
+  const double uni = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter;
+  return uni > 0 ? inter / uni : 0;
+}
+
+// Per image id: the predictions of a COCO results file whose class of category id c is
+// c - class_base.
+std::map<int64_t, std::vector<Prediction>> by_image(const std::string& path, int64_t class_base) {
+  std::map<int64_t, std::vector<Prediction>> out;
+  for (const auto& r : read_json(path)) {
+    Prediction p;
+    const auto& b = r["bbox"];
+    p.xyxy = {b[0].get<double>(), b[1].get<double>(), b[0].get<double>() + b[2].get<double>(),
+              b[1].get<double>() + b[3].get<double>()};
+    p.score = r["score"].get<double>();
+    p.cls = r["category_id"].get<int64_t>() - class_base;
+    if (r.contains("keypoints")) p.keypoints = r["keypoints"].get<std::vector<double>>();
+    out[r["image_id"].get<int64_t>()].push_back(p);
+  }
+  return out;
+}
+
+// A val-only copy of coco-mini's YOLO copy (`kind` detect or pose) in `dir`: labels copied,
+// images linked; returns its data YAML. Caches either side writes stay in `dir`.
+std::string val_copy(const test::TempDir& dir, const std::string& kind) {
+  const fs::path golden_yaml = test::golden("pt/coco-mini-yolo/" + kind + ".yaml");
+  const fs::path src = golden_yaml.parent_path() / kind;
+  const fs::path dst = fs::path(dir.path()) / kind;
+  fs::create_directories(dst / "images/val");
+  fs::create_directories(dst / "labels/val");
+  for (const auto& e : fs::directory_iterator(src / "images/val"))
+    fs::create_symlink(fs::canonical(e.path()), dst / "images/val" / e.path().filename());
+  for (const auto& e : fs::directory_iterator(src / "labels/val"))
+    fs::copy_file(e.path(), dst / "labels/val" / e.path().filename());
+  std::ifstream in(golden_yaml);
+  std::string yaml((std::istreambuf_iterator<char>(in)), {});
+  yaml = std::regex_replace(yaml, std::regex("path: [^\n]*"), "path: " + dst.string());
+  yaml = std::regex_replace(yaml, std::regex("train: images/train"), "train: images/val");
+  const std::string out = (fs::path(dir.path()) / (kind + ".yaml")).string();
+  test::write_text(out, yaml);
+  return out;
+}
+
+std::string python_command(const std::string& args) {
+  return "'" + test::reference_python() + "' '" + source_dir() +
+         "/tests/infer/yolo_val_reference.py' " + args;
+}
+
+// Stats of a results file against coco-mini's own annotation file.
+std::vector<double> stats_of(const std::string& gt, const std::string& predictions,
+                             int64_t class_base, const std::string& iou_type) {
+  const auto r = test::run_command(python_command("score --gt '" + gt + "' --pred '" + predictions +
+                                                  "' --class-base " + std::to_string(class_base) +
+                                                  " --iou " + iou_type + " 2>/dev/null"));
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.output).get<std::vector<double>>();
+}
+
+struct Case {
+  std::string kind;     // detect or pose
+  std::string fixture;  // under build/golden/pt
+  int imgsz;            // 320 exercises the load resize, 640 the native size
+  std::string gt_json;  // coco-mini's annotation file
+};
+
+void check_case(const Case& c) {
+  INFO(c.kind << " " << c.fixture << " at " << c.imgsz << " px");
+  test::TempDir dir("val-parity");
+  const std::string weights = test::golden("pt/" + c.fixture);
+  const std::string yaml = val_copy(dir, c.kind);
+  const std::string imgsz = std::to_string(c.imgsz);
+
+  const auto ref = test::run_command(python_command("val --model '" + weights + "' --data '" +
+                                                    yaml + "' --imgsz " + imgsz +
+                                                    " --batch 16 --out '" + dir.file("ref") + "'"));
+  INFO(ref.output);
+  REQUIRE(ref.exit_code == 0);
+  const std::string ours_json = dir.file("ours.json");
+  // val.batch left at 0: `detrain val` takes data.batch (16), as `yolo val` takes its batch.
+  const auto ours =
+      test::run_detrain("val -w '" + weights + "' -d '" + yaml + "' data.imgsz=" + imgsz +
+                        " data.workers=0 --save-json '" + ours_json + "'");
+  INFO(ours.output);
+  REQUIRE(ours.exit_code == 0);
+  if (c.kind == "pose")
+    CHECK(ours.output.find("keypoint OKS area: 0.53 x box w*h") != std::string::npos);
+
+  // The reference numbers a non-COCO data set's classes from 1; detrain's YOLO-format ids are
+  // the class indices.
+  auto theirs = by_image(dir.file("ref/predictions.json"), 1);
+  auto mine = by_image(ours_json, 0);
+  size_t total = 0, matched = 0;
+  double worst_score = 0, worst_keypoint = 0;
+  for (auto& [image, refs] : theirs) {
+    auto& candidates = mine[image];
+    std::vector<bool> used(candidates.size(), false);
+    for (const Prediction& r : refs) {
+      ++total;
+      int best = -1;
+      double best_iou = kSameBoxIou;
+      for (size_t j = 0; j < candidates.size(); ++j) {
+        if (used[j] || candidates[j].cls != r.cls) continue;
+        const double o = iou(r.xyxy, candidates[j].xyxy);
+        if (o > best_iou || (o == best_iou && best >= 0 &&
+                             std::abs(candidates[j].score - r.score) <
+                                 std::abs(candidates[size_t(best)].score - r.score))) {
+          best = static_cast<int>(j);
+          best_iou = o;
+        }
+      }
+      if (best < 0) {
+        INFO("image " << image << ": no match for a class " << r.cls << " box of score "
+                      << r.score);
+        CHECK(best >= 0);
+        continue;
+      }
+      used[size_t(best)] = true;
+      ++matched;
+      const Prediction& m = candidates[size_t(best)];
+      worst_score = std::max(worst_score, std::abs(m.score - r.score));
+      REQUIRE(m.keypoints.size() == r.keypoints.size());
+      for (size_t k = 0; k < r.keypoints.size(); k += 3)
+        worst_keypoint = std::max({worst_keypoint, std::abs(m.keypoints[k] - r.keypoints[k]),
+                                   std::abs(m.keypoints[k + 1] - r.keypoints[k + 1])});
+    }
+  }
+  size_t ours_total = 0;
+  for (const auto& [image, preds] : mine) ours_total += preds.size();
+  std::cout << c.kind << " " << c.imgsz << " px: " << matched << " of " << total
+            << " reference detections matched (detrain wrote " << ours_total
+            << "), worst |score difference| " << worst_score << ", worst keypoint difference "
+            << worst_keypoint << " px\n";
+  CHECK(total > 0);
+  CHECK(matched == total);
+  CHECK(ours_total == total);
+  CHECK(worst_score <= kScoreTolerance);
+
+  std::vector<std::string> types = {"bbox"};
+  if (c.kind == "pose") types.push_back("keypoints");
+  for (const std::string& type : types) {
+    const auto a = stats_of(c.gt_json, dir.file("ref/predictions.json"), 1, type);
+    const auto b = stats_of(c.gt_json, ours_json, 0, type);
+    INFO(type);
+    REQUIRE(a.size() == b.size());
+    REQUIRE(!a.empty());
+    std::cout << c.kind << " " << type << " AP: yolo val " << a[0] << ", detrain val " << b[0]
+              << "\n";
+    for (size_t i = 0; i < a.size(); ++i) {
+      INFO("stat " << i << ": yolo val " << a[i] << ", detrain val " << b[i]);
+      CHECK(std::abs(a[i] - b[i]) <= kStatTolerance);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("detrain val equals yolo val on coco-mini's YOLO copy: detection",
+          "[slow][parity][val]") {
+  const auto shared = test::shared_data_or_skip("coco-mini");
+  if (!shared) return;
+  check_case(
+      {"detect", "yolo11n-predict/last.pt", 320, *shared + "/annotations/instances_val.json"});
+}
+
+TEST_CASE("detrain val equals yolo val on coco-mini's YOLO copy: pose", "[slow][parity][val]") {
+  const auto shared = test::shared_data_or_skip("coco-mini");
+  if (!shared) return;
+  check_case({"pose", "yolo11n-pose-trained/last.pt", 640,
+              *shared + "/annotations/person_keypoints_val.json"});
+}
