@@ -210,17 +210,20 @@ coco::AnnotationTable read_cached(const std::string& cache_file, const coco::Tab
     *why = "absent";
     return table;
   }
+  std::string warnings_text;
   try {
-    if (!decode_warnings(read_file(cache_file + kWarningsSuffix), key, summary, warnings)) {
-      *why = "without its scan warnings";
-      warnings.clear();
-      summary = {};
-      return table;
+    warnings_text = read_file(cache_file + kWarningsSuffix);
+  } catch (const IoError&) {  // absent or unreadable: the cache is taken as stale below
+  }
+  if (!decode_warnings(warnings_text, key, summary, warnings)) {
+    *why = "without its current scan warnings";
+  } else {
+    try {
+      const std::string bytes = read_file(cache_file);
+      if (!coco::decode_table_cache(bytes.data(), bytes.size(), key, &table, why)) table = {};
+    } catch (const IoError& e) {
+      *why = std::string("unreadable: ") + e.what();
     }
-    const std::string bytes = read_file(cache_file);
-    if (!coco::decode_table_cache(bytes.data(), bytes.size(), key, &table, why)) table = {};
-  } catch (const IoError& e) {
-    *why = std::string("unreadable: ") + e.what();
   }
   if (!why->empty()) {
     warnings.clear();
