@@ -120,11 +120,14 @@ TEST_CASE("detrain data stats runs in the front end; what needs a decoder goes t
   CHECK_THAT(full.output, Catch::Contains("2 images, 0 backgrounds (no targets), 3 annotations"));
   CHECK(stats_report(quiet_front.output) == stats_report(full.output));
 
-  // --check-images decodes: detrain-torch runs it and finds the truncated JPEG (its header,
-  // which gives the size, is intact).
+  // --check-images decodes: detrain-torch runs it and finds a JPEG damaged inside: cut short
+  // but ending with an end-of-image marker, so its header (the size) and its tail are whole and
+  // the scan keeps it (a JPEG cut short without the marker is dropped at scan time:
+  // tests/data/test_yolo_split.cpp).
   const std::string jpeg = dir.file("images/train/1.jpg");
   const auto bytes = fs::file_size(jpeg);
   fs::resize_file(jpeg, bytes * 3 / 4);
+  std::ofstream(jpeg, std::ios::binary | std::ios::app) << "\xFF\xD9";
   const auto checked = run_binary(detrain_binary(), args + " --check-images", "LD_DEBUG=files");
   INFO(checked.output);
   CHECK(checked.exit_code == 0);

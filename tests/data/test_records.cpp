@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
 
 #include "common/errors.h"
 #include "data/coco_records.h"
@@ -157,7 +159,8 @@ TEST_CASE("records: bad input names the file, position or annotation", "[unit][d
                  Catch::Contains("skip_missing"));
   RecordOptions skip;
   skip.skip_missing = true;
-  test::write_text(dir.file("images/b.jpg"), "x");
+  // A whole image: the scan also drops files that are not (data/image_check.h).
+  REQUIRE(cv::imwrite(dir.file("images/b.jpg"), cv::Mat(40, 40, CV_8UC3, cv::Scalar::all(90))));
   const Records r =
       parse_records(std::string("{") + kImages + "}", "ok.json", info, info.train, skip);
   CHECK(r.stats.images_missing == 1);
