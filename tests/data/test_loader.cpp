@@ -178,10 +178,10 @@ TEST_CASE("square val batches reproduce the un-augmented training placement",
               .abs();
       // Training without mosaic warps the loaded image from its own centre (Ultralytics
       // 8.4.190), validation letterboxes it with whole-pixel pads: the same placement when the
-      // padding is even on both axes, where the pixels differ only by the resize filter (the
-      // reference shrinks val images with INTER_AREA and training ones with INTER_LINEAR), a
-      // few levels at edges; half a pixel apart otherwise (an edge blends halfway, never a
-      // whole-pixel shift's ~255).
+      // padding is even on both axes, where the pixels differ only by the decode (validation
+      // decodes at full size as the reference, training may decode at a reduced DCT scale
+      // before the same INTER_LINEAR resize), a few levels at edges; half a pixel apart
+      // otherwise (an edge blends halfway, never a whole-pixel shift's ~255).
       const auto r = records[position];
       const auto loaded = resized_size(r.width, r.height, 128);
       const bool even = (128 - loaded.width) % 2 == 0 && (128 - loaded.height) % 2 == 0;
