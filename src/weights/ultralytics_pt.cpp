@@ -290,11 +290,33 @@ class Reader {
       for (const auto& [k, v] : scales->entries)
         out += "  " + (k->is(Kind::kString) ? yaml_string(k->s) : flow(k)) + ": " + flow(v) + "\n";
     }
+    int64_t index = 0;
     for (const char* section : {"backbone", "head"}) {
       out += std::string(section) + ":\n";
-      for (const Value* row : yaml.get(section)->items) out += "  - " + flow(row) + "\n";
+      for (const Value* row : yaml.get(section)->items) out += "  - " + row_text(row, index++) + "\n";
     }
     return out;
+  }
+
+  // A row as the file's weights built it. C3k2's c3k argument is the one a dict cannot say for
+  // sure: releases before 8.4 set it on every C3k2 when `scale in "mlx"`, a Python substring
+  // test that the empty scale of a YAML without scales passes, where 8.4.190 tests set
+  // membership; the weights show which block each C3k2 holds (a C3k has cv3, a Bottleneck not).
+  std::string row_text(const Value* row, int64_t index) {
+    const bool c3k2 = row->items.size() == 4 && row->items[2]->is(Kind::kString) &&
+                      row->items[2]->s == "C3k2" && row->items[3]->is(Kind::kList) &&
+                      !row->items[3]->items.empty();
+    if (!c3k2) return flow(row);
+    const std::string prefix = "model." + std::to_string(index) + ".m.0.";
+    bool holds_c3k = false;
+    for (const auto& entry : file_.state) holds_c3k = holds_c3k || entry.first.rfind(prefix + "cv3.", 0) == 0;
+    if (!holds_c3k) return flow(row);  // Bottlenecks (or an attention block): the dict says so
+    std::vector<std::string> args;
+    for (const Value* a : row->items[3]->items) args.push_back(flow(a));
+    if (args.size() < 2) args.resize(2);
+    args[1] = "true";
+    return "[" + flow(row->items[0]) + ", " + flow(row->items[1]) + ", C3k2, [" + join(args, ", ") +
+           "]]";
   }
 
   // nc as the file's tensors say it (the yaml dict's nc is what the model was first built
@@ -458,7 +480,7 @@ template <class State>
 int64_t class_count(const State& state) {
   // model.<head>.cv3.0.<k>.weight: the class tower of the first level; its last module (the
   // largest k) is the plain conv with nc outputs. one2one_cv3 (end-to-end heads) is its twin.
-  static const std::regex tower(R"(^model\.(\d+)\.cv3\.0\.(\d+)\.weight$)");
+  static const std::regex tower(R"(^model\.(\d+)\.(?:one2one_)?cv3\.0\.(\d+)\.weight$)");
   int64_t layer = -1, last = -1, nc = 0;
   for (const auto& [name, t] : state) {
     std::smatch m;

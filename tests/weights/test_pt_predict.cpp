@@ -175,7 +175,7 @@ TEST_CASE("detrain predict of every release's .pt equals 8.4.190's YOLO(X).predi
   const nlohmann::json manifest = read_json(test::golden("pt-corpus/MANIFEST.json"));
   const std::string root = fs::path(test::golden("pt-corpus/MANIFEST.json")).parent_path();
   const std::string images = root + "/data/val-photos";
-  size_t files = 0, boxes = 0, twins = 0, unpredictable = 0;
+  size_t files = 0, files_with_boxes = 0, boxes = 0, twins = 0, unpredictable = 0;
   for (const auto& [file, info] : manifest["files"].items()) {
     INFO(file);
     const std::string fixture = root + "/" + file;
@@ -195,7 +195,9 @@ TEST_CASE("detrain predict of every release's .pt equals 8.4.190's YOLO(X).predi
     const double conf = info["predict"]["conf"].get<double>();
     const Agreement a = compare(want, got, conf, 1e-5 + 1e-3 * conf * 10);
     for (const auto& miss : a.misses) FAIL_CHECK(miss);
-    CHECK(a.reference_boxes > 0);
+    // (8.0 to 8.2's one-epoch yolov8n find nothing at 0.25 in the reference: then detrain must
+    // find nothing either, and the file counts among those that prove little, below.)
+    if (a.reference_boxes > 0) ++files_with_boxes;
     CHECK(a.matched + a.nms_twins == a.reference_boxes);
     CHECK(a.nms_twins * 50 <= a.reference_boxes);  // ties: at most 2 % of the boxes
     CHECK(a.extra <= a.nms_twins);
@@ -204,6 +206,7 @@ TEST_CASE("detrain predict of every release's .pt equals 8.4.190's YOLO(X).predi
     twins += a.nms_twins;
   }
   CHECK(files >= 20);
+  CHECK(files_with_boxes >= 20);  // every release but 8.0 to 8.2's yolov8n finds boxes
   CHECK(unpredictable <= 1);
   WARN("corpus predict: " << files << " files, " << boxes << " reference boxes, " << twins
                           << " NMS ties");

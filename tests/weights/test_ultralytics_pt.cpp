@@ -268,7 +268,9 @@ TEST_CASE("every release's .pt opens with no flags in model, val, export and tra
                             "train.plots=false runtime.threads=1 train.project='" +
                             dir.file("runs") + "' train.name=t --max-iterations 1");
     INFO(run.output);
-    CHECK(run.exit_code == 0);
+    // 0 when the one iteration is the whole epoch (the run finished), else 130: --max-iterations
+    // stopped it as Ctrl-C does, with a resumable checkpoint.
+    CHECK((run.exit_code == 0 || run.exit_code == 130));
     CHECK(fs::exists(dir.file("runs/t/weights/last.ckpt")));
     ++opened;
   }
@@ -280,10 +282,11 @@ TEST_CASE("a pickled getattr(<class>, <name>) is an inert value", "[unit][weight
   // `detect = Detect.forward`): GLOBAL builtins.getattr, GLOBAL the class, the name, TUPLE2,
   // REDUCE, inside {'detect': ...}.
   using namespace std::string_literals;
-  const std::string stream = "\x80\x02}q\x00X\x06\x00\x00\x00detectq\x01"s +
+  // (Each length ends its literal: a hex escape would swallow the hex digits that follow.)
+  const std::string stream = "\x80\x02}q\x00X\x06\x00\x00\x00"s + "detectq\x01" +
                              "c__builtin__\ngetattr\nq\x02" +
                              "cultralytics.nn.modules.head\nDetect\nq\x03" +
-                             "X\x07\x00\x00\x00forwardq\x04\x86q\x05Rq\x06s."s;
+                             "X\x07\x00\x00\x00"s + "forwardq\x04\x86q\x05Rq\x06s.";
   std::vector<std::string> named;
   const auto record = [&](const std::string& module, const std::string& name) {
     named.push_back(module + "." + name);
@@ -312,9 +315,9 @@ TEST_CASE("nc comes from the head's tensors, not a stale yaml nc", "[unit][weigh
       {"model.22.one2one_cv3.0.2.weight", torch::zeros({1, 64, 1, 1})},
       {"model.22.cv3.1.2.weight", torch::zeros({1, 64, 1, 1})}};
   CHECK(weights::head_class_count(state) == 1);
-  state.erase(state.begin() + 1);
-  CHECK(weights::head_class_count(state) == 1);  // cv3.0's conv gone: cv3.1 is not read, so
-  state.erase(state.begin() + 2);                // ... the tower of level 0 decides alone
+  state.erase(state.begin() + 1);                // cv3.0's last conv gone: its end-to-end
+  CHECK(weights::head_class_count(state) == 1);  // twin one2one_cv3.0 says the same
+  state.erase(state.begin() + 1);                // both gone: cv3.1 (another level) is not read
   CHECK(weights::head_class_count(state) == 0);
   CHECK(weights::head_class_count(std::map<std::string, torch::Tensor>{}) == 0);
 }
