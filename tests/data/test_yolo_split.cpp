@@ -197,11 +197,14 @@ TEST_CASE("YOLO scan drops a truncated JPEG and a garbage file with one warning 
   write_image(dir.file("images/val/2.jpg"), 64, 48);
   write_image(dir.file("images/val/4.jpg"), 40, 40);
   {
-    // 2.jpg: the first third of the file, header intact (the header reader alone accepts it).
+    // 2.jpg: cut halfway through its entropy-coded data (after the start-of-scan marker), so
+    // the header is intact and the header reader alone accepts it.
     std::ifstream in(dir.file("images/val/2.jpg"), std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    const size_t scan = bytes.find("\xff\xda");
+    REQUIRE(scan != std::string::npos);
     std::ofstream out(dir.file("images/val/2.jpg"), std::ios::binary | std::ios::trunc);
-    out << bytes.substr(0, bytes.size() / 3);
+    out << bytes.substr(0, scan + (bytes.size() - scan) / 2);
     // 4.jpg: whole, with bytes after its end marker (some cameras append data): kept.
     std::ofstream tail(dir.file("images/val/4.jpg"), std::ios::binary | std::ios::app);
     tail << "trailing bytes";

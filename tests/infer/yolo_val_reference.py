@@ -22,8 +22,16 @@ import sys
 
 
 def val(a):
-    from ultralytics import YOLO
+    import functools
 
+    from ultralytics import YOLO
+    from ultralytics.utils import nms
+
+    # NMS gives up after 2 s + 0.05 s per image (a wall-clock limit, "NMS time limit exceeded"),
+    # keeping only what it had: on a loaded 2-core machine the weak fixture's many candidates at
+    # conf 0.001 hit it and the output depends on the load. The limit is lifted here so the
+    # reference is what yolo val gives on a fast machine; nothing else in NMS changes.
+    nms.non_max_suppression = functools.partial(nms.non_max_suppression, max_time_img=1e6)
     YOLO(a.model).val(data=a.data, imgsz=a.imgsz, batch=a.batch, conf=0.001, iou=0.7, save_json=True,
                       device="cpu", project=a.out, name="ref", exist_ok=True, plots=False, workers=0,
                       verbose=False)
