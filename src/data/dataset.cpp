@@ -104,14 +104,7 @@ void read_keypoints(const Reader& r, const YAML::Node& doc, DatasetInfo& info) {
     set_oks_sigmas_default(info);
   if (info.oks_sigmas.size() != k)
     r.fail("oks_sigmas", "must hold " + std::to_string(k) + " values (one per keypoint)");
-  if (doc["skeleton"].IsDefined()) {
-    for (const auto& pair :
-         r.get<std::vector<std::vector<int>>>(doc["skeleton"], "skeleton", "a list of pairs")) {
-      if (pair.size() != 2 || pair[0] < 0 || pair[1] < 0 || pair[0] >= int(k) || pair[1] >= int(k))
-        r.fail("skeleton", "must hold 0-based keypoint index pairs below " + std::to_string(k));
-      info.skeleton.push_back({pair[0], pair[1]});
-    }
-  }
+  info.skeleton = read_skeleton(doc["skeleton"], info.kpt_count, r.file);
 }
 
 // An Ultralytics data YAML: classes are the label files' indices, so category id = index.
@@ -141,6 +134,7 @@ DatasetInfo from_ultralytics(const YAML::Node& doc, const std::string& file,
   info.kpt_count = y.kpt_count;
   info.kpt_dims = y.kpt_dims;
   info.flip_idx = y.flip_idx;
+  info.skeleton = y.skeleton;
   if (info.kpt_count > 0) set_oks_sigmas_default(info);
   return info;
 }

@@ -145,6 +145,32 @@ void read_keypoints(const Reader& r, const YAML::Node& doc, UltralyticsDataYaml&
 
 }  // namespace
 
+std::vector<std::array<int, 2>> read_skeleton(const YAML::Node& node, int64_t kpt_count,
+                                              const std::string& file) {
+  const Reader r{file};
+  if (!present(node)) return {};
+  const std::string form =
+      "must be a list of [a, b] keypoint index pairs (0-based), e.g. "
+      "[[0, 1], [1, 2]]";
+  if (!node.IsSequence()) r.fail("skeleton", form);
+  if (node.size() > 0 && kpt_count <= 0)
+    r.fail("skeleton", "needs kpt_shape (e.g. kpt_shape: [17, 3])");
+  std::vector<std::array<int, 2>> limbs;
+  for (size_t i = 0; i < node.size(); ++i) {
+    const YAML::Node pair = node[i];
+    const std::string entry = "entry " + std::to_string(i);
+    if (!pair.IsSequence() || pair.size() != 2) r.fail("skeleton", entry + " " + form);
+    const int64_t a = read_integer(r, pair[0], "skeleton", entry + " " + form);
+    const int64_t b = read_integer(r, pair[1], "skeleton", entry + " " + form);
+    if (a < 0 || b < 0 || a >= kpt_count || b >= kpt_count)
+      r.fail("skeleton", entry + " [" + std::to_string(a) + ", " + std::to_string(b) +
+                             "] names a keypoint outside 0-" + std::to_string(kpt_count - 1) +
+                             " (kpt_shape's count; the pairs are 0-based)");
+    limbs.push_back({static_cast<int>(a), static_cast<int>(b)});
+  }
+  return limbs;
+}
+
 bool placeholder_class_names(const std::vector<std::string>& names) {
   for (size_t i = 0; i < names.size(); ++i)
     if (names[i] != "class_" + std::to_string(i)) return false;
@@ -208,6 +234,7 @@ UltralyticsDataYaml read_ultralytics_data_yaml(const YAML::Node& doc, const std:
   }
   if (out.names.empty()) r.fail("names", "is empty: a data set needs at least one class");
   read_keypoints(r, doc, out);
+  out.skeleton = read_skeleton(doc["skeleton"], out.kpt_count, yaml_path);
 
   // The root: the override, else `path` (as given from the working directory when it exists
   // there, else from the YAML's folder), else the YAML's folder.
