@@ -39,7 +39,8 @@ void set_predictions(PlotImage& tile, const infer::DetectionArrays& detections) 
   tile.keypoints = detections.keypoints;
 }
 
-cv::Mat draw_batch_targets(const data::Batch& batch, const data::DatasetInfo& dataset) {
+cv::Mat draw_batch_targets(const data::Batch& batch, const data::DatasetInfo& dataset,
+                           int max_images) {
   const int64_t b = batch.images.size(0);
   const float h = static_cast<float>(batch.images.size(2));
   const float w = static_cast<float>(batch.images.size(3));
@@ -68,14 +69,15 @@ cv::Mat draw_batch_targets(const data::Batch& batch, const data::DatasetInfo& da
     }
   }
   MosaicStyle style = style_of(dataset);
-  style.max_images = static_cast<int>(b);
+  style.max_images = max_images > 0 ? max_images : static_cast<int>(b);
   return draw_batch_mosaic(tiles, style);
 }
 
 void save_train_batch_plot(const data::Batch& batch, const data::DatasetInfo& dataset,
                            const std::string& path) {
   std::vector<uint8_t> jpeg;
-  cv::imencode(".jpg", draw_batch_targets(batch, dataset), jpeg, {cv::IMWRITE_JPEG_QUALITY, 90});
+  cv::imencode(".jpg", draw_batch_targets(batch, dataset, kMaxSubplots), jpeg,
+               {cv::IMWRITE_JPEG_QUALITY, 90});
   write_file_atomic(path, std::string(jpeg.begin(), jpeg.end()));
 }
 
@@ -117,9 +119,7 @@ void save_val_labels_plot(const infer::ValBatch& batch,
       t.keypoints.push_back(r->keypoints_px[k + 2]);
     }
   }
-  MosaicStyle style = style_of(dataset);
-  style.max_images = static_cast<int>(tiles.size());
-  save_batch_mosaic(tiles, style, path);
+  save_batch_mosaic(tiles, style_of(dataset), path);
 }
 
 }  // namespace detrain::report

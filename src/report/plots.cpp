@@ -1,4 +1,5 @@
-// Batch mosaics and the smoothing of results.png; see plots.h (results.png: results_plot.cpp).
+// Batch mosaics, predict drawings and the smoothing of results.png; see plots.h (results.png:
+// results_plot.cpp; the drawing primitives: plots_annotate.cpp).
 #include "report/plots.h"
 
 #include <algorithm>
@@ -27,35 +28,31 @@ void write_image(const std::string& path, const cv::Mat& image, const std::strin
                     std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
-cv::Scalar kpt_colour(int k, int kpt_count) {
-  // COCO layout: face green, arms blue, legs orange; other layouts cycle the class palette.
-  if (kpt_count != 17) return class_colour(k);
-  if (k <= 4) return cv::Scalar(0, 255, 0);
-  if (k <= 10) return cv::Scalar(255, 128, 51);
-  return cv::Scalar(0, 128, 255);
+// The label font for a mosaic whose font size (the reference's PIL font, in pixels) is `fs`:
+// Hershey simplex with capitals about 0.7 fs tall, as a sans-serif font of that size has.
+LabelFont mosaic_font(int fs) {
+  static const int digit_height = [] {  // of "0" at scale 1
+    int baseline = 0;
+    return cv::getTextSize("0", cv::FONT_HERSHEY_SIMPLEX, 1.0, 1, &baseline).height;
+  }();
+  return {0.7 * fs / digit_height, std::max(1, round_half_even(fs / 16.0))};
 }
 
-// A filled label above the box corner, or inside the box when that would leave the tile.
-void draw_label(cv::Mat& img, const std::string& text, cv::Point corner, const cv::Scalar& colour,
-                double scale, int tile_top) {
-  const cv::Size s = text_extent(text, scale, 1);
-  int top = corner.y - s.height - 4;
-  if (top < tile_top) top = corner.y;
-  cv::rectangle(img, {corner.x, top}, {corner.x + s.width + 2, top + s.height + 4}, colour,
-                cv::FILLED);
-  draw_text(img, text, {corner.x + 1, top + s.height + 1}, scale, kWhite, 1);
+std::string class_name(const std::vector<std::string>& names, int cls) {
+  return cls >= 0 && cls < static_cast<int>(names.size()) ? names[cls] : std::to_string(cls);
+}
+
+// The image's extension picks the format: predict keeps each input's (a.png stays a PNG).
+void save_by_extension(const std::string& path, const cv::Mat& image) {
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+  if (ext == ".png" || ext == ".bmp")
+    write_image(path, image, ext, {});
+  else
+    write_image(path, image, ".jpg", {cv::IMWRITE_JPEG_QUALITY, 90});
 }
 
 }  // namespace
-
-cv::Scalar class_colour(int index) {
-  static const uint32_t kPalette[20] = {0xFF3838, 0xFF9D97, 0xFF701F, 0xFFB21D, 0xCFD231,
-                                        0x48F90A, 0x92CC17, 0x3DDB86, 0x1A9334, 0x00D4BB,
-                                        0x2C99A8, 0x00C2FF, 0x344593, 0x6473FF, 0x0018EC,
-                                        0x8438FF, 0x520085, 0xCB38FF, 0xFF95C8, 0xFF37C7};
-  const uint32_t rgb = kPalette[((index % 20) + 20) % 20];
-  return cv::Scalar(rgb & 0xFF, (rgb >> 8) & 0xFF, (rgb >> 16) & 0xFF);
-}
 
 std::vector<double> gaussian_smooth(const std::vector<double>& values, double sigma) {
   const int64_t n = static_cast<int64_t>(values.size());
@@ -106,77 +103,79 @@ std::vector<double> trend_smooth(const std::vector<double>& values, double sigma
 cv::Mat draw_batch_mosaic(const std::vector<PlotImage>& images, const MosaicStyle& style) {
   const int n = std::min<int>(static_cast<int>(images.size()), style.max_images);
   if (n == 0) return cv::Mat(64, 64, CV_8UC3, kWhite);
-  const int grid = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(n))));
-  int tile_w = 1, tile_h = 1;
+  const int ns = static_cast<int>(std::ceil(std::sqrt(static_cast<double>(n))));
+  int w = 1, h = 1;
   for (int i = 0; i < n; ++i) {
-    tile_w = std::max(tile_w, images[i].image.cols);
-    tile_h = std::max(tile_h, images[i].image.rows);
+    w = std::max(w, images[i].image.cols);
+    h = std::max(h, images[i].image.rows);
   }
-  const double scale =
-      std::min(1.0, static_cast<double>(style.max_size) / (grid * std::max(tile_w, tile_h)));
-  const int tw = static_cast<int>(std::ceil(tile_w * scale)),
-            th = static_cast<int>(std::ceil(tile_h * scale));
-  const int rows = (n + grid - 1) / grid;
-  cv::Mat mosaic(rows * th, grid * tw, CV_8UC3, kWhite);
-  const int line = std::max(2, static_cast<int>(std::lround(0.003 * (tw + th) / 2 * grid)));
-  const double font = std::clamp(0.0012 * th, 0.3, 0.6);
+  const double scale = static_cast<double>(style.max_size) / ns / std::max(h, w);
+  if (scale < 1) {
+    w = static_cast<int>(std::ceil(scale * w));
+    h = static_cast<int>(std::ceil(scale * h));
+  }
+  const float s = static_cast<float>(std::min(scale, 1.0));  // image pixels -> tile pixels
+  cv::Mat mosaic(ns * h, ns * w, CV_8UC3, kWhite);
+  // The reference's sizes: a font of fs pixels, lines a tenth of it.
+  const int fs = std::max(static_cast<int>((h + w) * ns * 0.01), 18);
+  const int line = round_half_even(fs / 10.0);
+  const LabelFont font = mosaic_font(fs);
+  PoseStyle pose;
+  pose.kpt_count = style.kpt_count;
+  pose.skeleton = skeleton_for(style.kpt_count, style.skeleton);
+  pose.colours = PoseColours::kMosaic;
+  pose.radius = line;
+  pose.limb_thickness = (line + 1) / 2;
+  pose.conf_thres = style.conf_thres;
 
   for (int i = 0; i < n; ++i) {
     const PlotImage& item = images[i];
-    const cv::Point origin((i % grid) * tw, (i / grid) * th);
+    const cv::Point origin((i / ns) * w, (i % ns) * h);  // column by column, as the reference
     if (!item.image.empty()) {
-      cv::Mat resized;
-      cv::resize(item.image, resized, cv::Size(), scale, scale, cv::INTER_AREA);
-      const cv::Rect roi(origin, cv::Size(std::min(resized.cols, tw), std::min(resized.rows, th)));
+      cv::Mat resized = item.image;
+      if (s < 1) cv::resize(item.image, resized, cv::Size(), s, s, cv::INTER_AREA);
+      const cv::Rect roi(origin, cv::Size(std::min(resized.cols, w), std::min(resized.rows, h)));
       resized(cv::Rect(0, 0, roi.width, roi.height)).copyTo(mosaic(roi));
     }
-    auto at = [&](float x, float y) {
-      return cv::Point(origin.x + static_cast<int>(std::lround(x * scale)),
-                       origin.y + static_cast<int>(std::lround(y * scale)));
+    cv::rectangle(mosaic, cv::Rect(origin, cv::Size(w, h)), kWhite, 2);
+    if (!item.title.empty()) {
+      const std::string title = item.title.substr(0, 40);
+      draw_text(mosaic, title, origin + cv::Point(5, 5 + text_extent(title, font.scale).height),
+                font.scale, cv::Scalar(220, 220, 220), font.thickness);
+    }
+    auto tile_px = [&](float x, float y) {
+      return std::array<float, 2>{origin.x + x * s, origin.y + y * s};
     };
+    const bool prediction = !item.scores.empty();
+    auto shown = [&](size_t j) { return !prediction || item.scores[j] > style.conf_thres; };
     const size_t count = item.boxes_xyxy.size();
-    const int k_count = style.kpt_count;
     for (size_t j = 0; j < count; ++j) {
-      const bool prediction = !item.scores.empty();
-      if (prediction && item.scores[j] < style.min_score) continue;
+      if (!shown(j)) continue;
       const int cls = j < item.classes.size() ? item.classes[j] : 0;
-      const cv::Scalar colour = class_colour(cls);
-      const auto& b = item.boxes_xyxy[j];
-      cv::rectangle(mosaic, at(b[0], b[1]), at(b[2], b[3]), colour, line, cv::LINE_AA);
-      std::string label = cls >= 0 && cls < static_cast<int>(style.names.size())
-                              ? style.names[cls]
-                              : std::to_string(cls);
+      std::string label = class_name(style.names, cls);
       if (prediction) {
         char score[16];
-        std::snprintf(score, sizeof score, " %.2f", item.scores[j]);
+        std::snprintf(score, sizeof score, " %.1f", item.scores[j]);
         label += score;
       }
-      draw_label(mosaic, label, at(b[0], b[1]), colour, font, origin.y);
-
-      if (k_count <= 0 || item.keypoints.size() < (j + 1) * k_count * 3) continue;
-      const float* k = item.keypoints.data() + j * k_count * 3;
-      auto shown = [&](int idx) {
-        const float v = k[idx * 3 + 2];
-        return prediction ? v >= style.min_kpt_score : v > 0;
-      };
-      for (const auto& limb : style.skeleton) {
-        if (limb[0] >= k_count || limb[1] >= k_count || !shown(limb[0]) || !shown(limb[1]))
-          continue;
-        cv::line(mosaic, at(k[limb[0] * 3], k[limb[0] * 3 + 1]),
-                 at(k[limb[1] * 3], k[limb[1] * 3 + 1]), kpt_colour(limb[1], k_count),
-                 std::max(1, line / 2 + 1), cv::LINE_AA);
-      }
-      for (int p = 0; p < k_count; ++p)
-        if (shown(p))
-          cv::circle(mosaic, at(k[p * 3], k[p * 3 + 1]), std::max(2, line + 1),
-                     kpt_colour(p, k_count), cv::FILLED, cv::LINE_AA);
+      const auto& b = item.boxes_xyxy[j];
+      const auto p = tile_px(b[0], b[1]), q = tile_px(b[2], b[3]);
+      draw_box_label(mosaic, {p[0], p[1], q[0], q[1]}, label, class_colour(cls),
+                     label_text_colour(cls), line, font, origin.y);
     }
-    cv::rectangle(mosaic, cv::Rect(origin, cv::Size(tw, th)), kWhite, std::max(1, line));
-    if (!item.title.empty()) {
-      const std::string title = item.title.size() > 40 ? item.title.substr(0, 40) : item.title;
-      // Bottom-left, where it collides less with labels than the reference's top-left.
-      draw_text(mosaic, title, origin + cv::Point(5, th - 6 - line), font,
-                cv::Scalar(220, 220, 220), 1);
+    const size_t kvals = static_cast<size_t>(std::max(style.kpt_count, 0)) * 3;
+    if (kvals == 0) continue;
+    std::vector<float> xyv(kvals);
+    for (size_t j = 0; j < count && (j + 1) * kvals <= item.keypoints.size(); ++j) {
+      if (!shown(j)) continue;
+      const float* k = item.keypoints.data() + j * kvals;
+      for (size_t v = 0; v < kvals; v += 3) {
+        const auto p = tile_px(k[v], k[v + 1]);
+        xyv[v] = p[0];
+        xyv[v + 1] = p[1];
+        xyv[v + 2] = k[v + 2];
+      }
+      draw_keypoints(mosaic, xyv.data(), pose);
     }
   }
   return mosaic;
@@ -184,14 +183,45 @@ cv::Mat draw_batch_mosaic(const std::vector<PlotImage>& images, const MosaicStyl
 
 void save_batch_mosaic(const std::vector<PlotImage>& images, const MosaicStyle& style,
                        const std::string& path) {
-  // The name's format: predict keeps each input's extension (a.png stays a PNG).
-  std::string ext = fs::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
-  const cv::Mat mosaic = draw_batch_mosaic(images, style);
-  if (ext == ".png" || ext == ".bmp")
-    write_image(path, mosaic, ext, {});
-  else
-    write_image(path, mosaic, ".jpg", {cv::IMWRITE_JPEG_QUALITY, 90});
+  save_by_extension(path, draw_batch_mosaic(images, style));
+}
+
+cv::Mat draw_prediction(const PlotImage& item, const MosaicStyle& style) {
+  cv::Mat img = item.image.clone();
+  // Annotator's defaults for a cv2 picture: line width from the mean of its shape (height,
+  // width and the 3 channels), text scale a third of it.
+  const int line = std::max(round_half_even((img.rows + img.cols + 3) / 2.0 * 0.003), 2);
+  const LabelFont font{line / 3.0, std::max(line - 1, 1)};
+  const size_t count = item.boxes_xyxy.size();
+  // Lowest score first, so the most confident box and label end up on top.
+  for (size_t r = count; r-- > 0;) {
+    const int cls = r < item.classes.size() ? item.classes[r] : 0;
+    std::string label = class_name(style.names, cls);
+    if (r < item.scores.size()) {
+      char score[16];
+      std::snprintf(score, sizeof score, " %.2f", item.scores[r]);
+      label += score;
+    }
+    draw_box_label(img, item.boxes_xyxy[r], label, class_colour(cls), label_text_colour(cls), line,
+                   font);
+  }
+  const size_t kvals = static_cast<size_t>(std::max(style.kpt_count, 0)) * 3;
+  if (kvals == 0) return img;
+  PoseStyle pose;
+  pose.kpt_count = style.kpt_count;
+  pose.skeleton = skeleton_for(style.kpt_count, style.skeleton);
+  pose.colours = PoseColours::kPredict;
+  pose.radius = line;
+  pose.limb_thickness = (line + 1) / 2;
+  pose.conf_thres = kKeypointConfThres;
+  for (size_t r = count; r-- > 0;)
+    if ((r + 1) * kvals <= item.keypoints.size())
+      draw_keypoints(img, item.keypoints.data() + r * kvals, pose);
+  return img;
+}
+
+void save_prediction(const PlotImage& image, const MosaicStyle& style, const std::string& path) {
+  save_by_extension(path, draw_prediction(image, style));
 }
 
 }  // namespace detrain::report

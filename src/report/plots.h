@@ -1,7 +1,8 @@
 // Run plots drawn with OpenCV: results.png (results.csv against epoch, raw points plus a
-// trend line, sigma 3 epochs, as the reference draws with matplotlib) and
-// batch mosaics for train_batch*.jpg / val_pred*.jpg (boxes, class names, scores, keypoints
-// and skeleton). Torch-free: callers hand over BGR images and plain numbers.
+// trend line, sigma 3 epochs, as the reference draws with matplotlib), batch mosaics for
+// train_batch*.jpg / val_batch*_{labels,pred}.jpg and predict's drawn images (boxes, class
+// names, scores, keypoints and skeleton; the drawing primitives are plots_annotate.h's).
+// Torch-free: callers hand over BGR images and plain numbers.
 #pragma once
 
 #include <array>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "report/metrics_log.h"
+#include "report/plots_annotate.h"
 
 namespace detrain::report {
 
@@ -36,28 +38,43 @@ struct PlotImage {
   std::vector<int> classes;                      // [N] contiguous class index
   std::vector<float> scores;                     // [N] predictions; empty for ground truth
   std::vector<float> keypoints;                  // [N, K, 3] x, y, visibility (GT) or score
-  std::string title;                             // drawn in the tile's corner (file name)
+  std::string title;                             // mosaics: drawn in the tile's corner
 };
+
+// The reference's plot_images defaults.
+constexpr int kMaxSubplots = 16, kMaxMosaicSize = 1920;
 
 struct MosaicStyle {
   std::vector<std::string> names;            // class names (index otherwise)
   int kpt_count = 0;                         // K; 0 draws no keypoints
-  std::vector<std::array<int, 2>> skeleton;  // limbs, 0-based keypoint indices
-  float min_score = 0.25f;                   // predictions below are not drawn
-  float min_kpt_score = 0.5f;                // keypoints below are not drawn (GT: v > 0)
-  int max_images = 16;                       // tiles in one mosaic
-  int max_size = 1920;                       // the mosaic's longer side at most
+  std::vector<std::array<int, 2>> skeleton;  // the data set's limbs (0-based); empty: COCO's
+                                             // for 17 keypoints (skeleton_for)
+  // Predictions at or below it are not drawn; keypoints (and limbs) below it are not drawn,
+  // ground truth's included (visibility 0). The reference's conf_thres.
+  float conf_thres = kKeypointConfThres;
+  int max_images = kMaxSubplots;  // tiles in one mosaic
+  int max_size = kMaxMosaicSize;  // the mosaic's longer side at most
 };
 
-// Tiles up to max_images images in a square grid (each scaled to the largest tile size that
-// fits) and draws their labels.
+// The reference's plot_images: the first max_images images in a square ns x ns grid (ns =
+// ceil(sqrt(n)), filled column by column, unused tiles white), scaled down so the grid's side
+// is at most max_size; line width and font from the tile size; file names in the tiles'
+// corners; class labels (predictions with their score to one decimal); keypoints and limbs in
+// the mosaic pose colours. Images of different sizes take the largest tile.
 cv::Mat draw_batch_mosaic(const std::vector<PlotImage>& images, const MosaicStyle& style);
 // Written atomically (IoError on failure): PNG or BMP when `path` says so, else JPEG
 // (quality 90).
 void save_batch_mosaic(const std::vector<PlotImage>& images, const MosaicStyle& style,
                        const std::string& path);
 
-// The reference's 20-colour palette (BGR), by class index.
-cv::Scalar class_colour(int index);
+// One predicted image as the reference's Results.plot draws it, at the image's own size: every
+// detection of `image` (no score cut: the predictor's conf already applied), its box and
+// "name 0.87" label in the class colour, line width from the image size, keypoints and limbs
+// in the predict pose colours. No file name or other stamp: pixels away from the detections
+// stay the photo's.
+cv::Mat draw_prediction(const PlotImage& image, const MosaicStyle& style);
+// draw_prediction written atomically in the format `path`'s extension names (JPEG quality 90
+// unless PNG or BMP).
+void save_prediction(const PlotImage& image, const MosaicStyle& style, const std::string& path);
 
 }  // namespace detrain::report

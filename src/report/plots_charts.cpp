@@ -13,7 +13,7 @@
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "report/plot_text.h"
-#include "report/plots.h"
+#include "report/plots_annotate.h"
 
 namespace detrain::report {
 
@@ -21,6 +21,11 @@ namespace {
 
 const cv::Scalar kWhite(255, 255, 255), kBlack(0, 0, 0), kGrid(225, 225, 225),
     kMeanColour(255, 0, 0), kFaint(160, 160, 160);
+
+// matplotlib's tab10, BGR.
+const cv::Scalar kTab10[] = {{180, 119, 31},  {14, 127, 255}, {44, 160, 44},   {40, 39, 214},
+                             {189, 103, 148}, {75, 86, 140},  {194, 119, 227}, {127, 127, 127},
+                             {34, 189, 188},  {207, 190, 23}};
 
 // matplotlib's "Blues" between its ends (t in [0, 1]), BGR.
 cv::Scalar blues(double t) {
@@ -69,6 +74,8 @@ void unit_axes(cv::Mat& img, const cv::Rect& plot, const std::string& x_label,
 
 }  // namespace
 
+cv::Scalar tab10_colour(int index) { return kTab10[((index % 10) + 10) % 10]; }
+
 cv::Mat draw_curve_chart(const CurveChart& c) {
   const bool legend_per_class = !c.lines.empty() && c.lines.size() < 21;
   const int width = legend_per_class ? 1120 : 900, height = 720;
@@ -101,7 +108,7 @@ cv::Mat draw_curve_chart(const CurveChart& c) {
     cv::polylines(img, points, false, colour, thickness, cv::LINE_AA);
   };
   for (size_t k = 0; k < c.lines.size(); ++k)
-    draw(c.lines[k], legend_per_class ? class_colour(static_cast<int>(k)) : kFaint, 2);
+    draw(c.lines[k], legend_per_class ? tab10_colour(static_cast<int>(k)) : kFaint, 2);
   draw(c.mean, kMeanColour, 6);
   // Per-class legend (fewer than 21 classes) to the right of the plot, in the class colours.
   if (legend_per_class) {
@@ -117,7 +124,7 @@ cv::Mat draw_curve_chart(const CurveChart& c) {
     cv::Point row(plot.x + plot.width + 30, plot.y + text_extent("0", name_scale).height);
     for (int k = 0; k < rows; ++k, row.y += std::min(step, plot.height / std::max(1, rows))) {
       const int h = text_extent("0", name_scale).height;
-      cv::line(img, row + cv::Point(0, -h / 2), row + cv::Point(30, -h / 2), class_colour(k), 4,
+      cv::line(img, row + cv::Point(0, -h / 2), row + cv::Point(30, -h / 2), tab10_colour(k), 4,
                cv::LINE_AA);
       draw_text(img, c.line_names[k], row + cv::Point(40, 0), fitted, kBlack);
     }

@@ -11,6 +11,10 @@
 
 namespace detrain::report {
 
+// matplotlib's default colour cycle (tab10: C0 blue, C1 orange, C2 green, ...), BGR, cycling
+// every 10: the reference's per-class curves and results.png series take it.
+cv::Scalar tab10_colour(int index);
+
 struct CurveChart {
   std::string title, x_label, y_label;
   std::vector<double> xs;                  // shared x grid

@@ -16,10 +16,6 @@ namespace {
 
 constexpr int kPanelWidth = 360, kPanelHeight = 320, kColumns = 3;
 const cv::Scalar kWhite(255, 255, 255), kBlack(0, 0, 0), kGrey(215, 215, 215);
-// matplotlib's tab10 (C0 blue, C1 orange, C2 green, C3 red, ...), BGR.
-const cv::Scalar kSeriesColours[] = {{180, 119, 31},  {14, 127, 255},  {44, 160, 44},
-                                     {40, 39, 214},   {189, 103, 148}, {75, 86, 140},
-                                     {194, 119, 227}, {127, 127, 127}};
 
 // 1, 2 or 5 times a power of ten, about range / target_ticks.
 double nice_step(double range, int target_ticks) {
@@ -135,7 +131,8 @@ void draw_panel(cv::Mat& canvas, cv::Rect area, const Panel& panel,
     int x = area.x + (area.width - total + 18) / 2;
     const int base = plot_top + text_extent("0", legend_scale).height;
     for (size_t k = 0; k < panel.series.size() && k < 8; ++k) {
-      draw_text(canvas, panel.series[k].name, {x, base}, legend_scale, kSeriesColours[k % 8]);
+      draw_text(canvas, panel.series[k].name, {x, base}, legend_scale,
+                tab10_colour(static_cast<int>(k)));
       x += text_extent(panel.series[k].name, legend_scale).width + 18;
     }
     plot_top = base + 12;
@@ -222,7 +219,7 @@ void draw_panel(cv::Mat& canvas, cv::Rect area, const Panel& panel,
   // Raw values: a line with markers; the trend: a thicker line of the same colour over it.
   for (size_t k = 0; k < panel.series.size(); ++k) {
     const auto &sx = xs_of[k], &sy = ys_of[k];
-    const cv::Scalar colour = kSeriesColours[k % 8];
+    const cv::Scalar colour = tab10_colour(static_cast<int>(k));
     const bool trend = panel.smooth && sx.size() >= 3;
     for (size_t i = 0; i + 1 < sx.size(); ++i)
       cv::line(canvas, fixed(to_px(sx[i], sy[i])), fixed(to_px(sx[i + 1], sy[i + 1])), colour,

@@ -87,12 +87,11 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
   const bool bf16 = model::parse_precision(x.train.precision) == model::Precision::kBf16Always;
   const infer::NmsOptions nms = infer::nms_options(x.val, /*predict=*/true);
   const int stride = static_cast<int>(model.max_stride());
+  // Drawn as the reference's Results.plot: every detection NMS kept, no file-name stamp.
   report::MosaicStyle style;
   style.names = info.names;
   style.kpt_count = static_cast<int>(info.kpt_count);
   style.skeleton = info.skeleton;
-  style.min_score = static_cast<float>(nms.conf);
-  style.max_images = 1;
   torch::NoGradGuard no_grad;
   model.eval();
   model.to(device);
@@ -159,12 +158,10 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
     if (!options.draw) continue;
     report::PlotImage tile;
     tile.image = decoded.bgr;
-    tile.title = fs::path(file).filename().string();
     report::set_predictions(tile, arrays);
-    style.max_size = std::max(tile.image.cols, tile.image.rows);
     const std::string out = drawn.claim(name);
     ensure_writable_dir(fs::path(out).parent_path().string());
-    report::save_batch_mosaic({tile}, style, out);
+    report::save_prediction(tile, style, out);
   }
   if (images.empty()) throw DataError(source + ": no image decoded");
   // Never over an earlier run's pair: predictions_2.json with images_2.json, and so on.

@@ -111,7 +111,7 @@ TEST_CASE("batch mosaic draws boxes keypoints and skips weak predictions", "[uni
   PlotImage pred = grey_image(100, 80);
   pred.boxes_xyxy = {{10, 10, 50, 40}, {60, 50, 90, 70}};
   pred.classes = {1, 0};
-  pred.scores = {0.9f, 0.1f};  // the second is below min_score
+  pred.scores = {0.9f, 0.1f};  // the second is below conf_thres
   pred.keypoints = {20, 30, 0.9f, 40, 30, 0.2f, 70, 60, 0.9f, 80, 60, 0.9f};
 
   const cv::Mat one = draw_batch_mosaic({gt}, style);
@@ -120,15 +120,16 @@ TEST_CASE("batch mosaic draws boxes keypoints and skips weak predictions", "[uni
   CHECK(pixel_is(one, 10, 25, class_colour(2)));            // left edge of the box
   CHECK(pixel_is(one, 50, 25, class_colour(2)));            // right edge
   CHECK(pixel_is(one, 30, 25, cv::Scalar(128, 128, 128)));  // inside stays untouched
-  CHECK(pixel_is(one, 70, 60, class_colour(0)));            // keypoint 0 (non-COCO layout: palette)
+  CHECK(pixel_is(one, 70, 60, class_colour(0)));  // keypoint 0 (not 17 keypoints: the palette)
   CHECK(pixel_is(one, 80, 20, cv::Scalar(128, 128, 128)));  // v = 0: not drawn
 
   const cv::Mat two = draw_batch_mosaic({gt, pred}, style);
-  CHECK(two.cols == 200);  // 2 x 2 grid, one row used
-  CHECK(two.rows == 80);
-  CHECK(pixel_is(two, 100 + 10, 25, class_colour(1)));
-  CHECK(pixel_is(two, 100 + 60, 60, cv::Scalar(128, 128, 128)));  // weak box not drawn
-  CHECK(pixel_is(two, 100 + 40, 30, cv::Scalar(128, 128, 128)));  // keypoint score 0.2 < 0.5
+  CHECK(two.cols == 200);  // a 2 x 2 grid, filled column by column: pred under gt
+  CHECK(two.rows == 160);
+  CHECK(pixel_is(two, 10, 80 + 25, class_colour(1)));
+  CHECK(pixel_is(two, 60, 80 + 60, cv::Scalar(128, 128, 128)));  // weak box not drawn
+  CHECK(pixel_is(two, 40, 80 + 30, cv::Scalar(128, 128, 128)));  // keypoint score 0.2 < 0.25
+  CHECK(pixel_is(two, 150, 120, cv::Scalar(255, 255, 255)));     // unused tiles stay white
 
   // Too large: scaled so the longer side fits max_size.
   style.max_size = 150;
