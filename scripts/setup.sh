@@ -116,11 +116,22 @@ fi
 # 2.11 (unpinned, pip would upgrade torch), plus safetensors for the test that loads detrain's
 # exported weights into the reference. DETRAIN_REF_VENV picks another folder.
 ref_venv="${DETRAIN_REF_VENV:-$root/.venv-ref}"
-ref_pins=(ultralytics==8.4.190 torchvision==0.26.0 safetensors==0.6.2 "torch==$torch_version")
-if ! { [[ -x "$ref_venv/bin/python" ]] &&
-       compgen -G "$ref_venv/lib/python3*/site-packages/ultralytics-8.4.190.dist-info" >/dev/null &&
-       compgen -G "$ref_venv/lib/python3*/site-packages/safetensors-0.6.2.dist-info" >/dev/null; }; then
-  echo "setup.sh: creating the reference environment $ref_venv (${ref_pins[*]})"
+# onnx and onnxruntime: Ultralytics loads ONNX files with them (YOLO("x.onnx"), the tests of
+# detrain's export in Ultralytics' hands); without them it would try to pip-install them itself.
+ref_pins=(ultralytics==8.4.190 torchvision==0.26.0 safetensors==0.6.2 onnx==1.17.0 onnxruntime==1.20.1 "torch==$torch_version")
+# Complete when every pin but torch (which comes from $venv) has its dist-info, so that a folder
+# made before a pin was added gets it.
+ref_complete() {
+  [[ -x "$ref_venv/bin/python" ]] || return 1
+  local pin name
+  for pin in "${ref_pins[@]}"; do
+    [[ $pin == torch==* ]] && continue
+    name=${pin%%==*}
+    compgen -G "$ref_venv/lib/python3*/site-packages/${name//-/_}-${pin#*==}.dist-info" >/dev/null || return 1
+  done
+}
+if ! ref_complete; then
+  echo "setup.sh: making or completing the reference environment $ref_venv (${ref_pins[*]})"
   [[ -x "$ref_venv/bin/python" ]] || python3 -m venv "$ref_venv"
   torch_site=$(compgen -G "$venv/lib/python3*/site-packages" | head -1)
   ref_site=$(compgen -G "$ref_venv/lib/python3*/site-packages" | head -1)
