@@ -1,12 +1,11 @@
 // See onnx_export.h. Walks the layer table like YoloModelImpl::head_inputs, then the head.
 #include "export/onnx_export.h"
 
-#include <nlohmann/json.hpp>
-
 #include "common/atomic_file.h"
 #include "common/errors.h"
 #include "common/version.h"
 #include "export/onnx_head.h"
+#include "export/onnx_metadata.h"
 
 namespace detrain::exporter {
 
@@ -54,33 +53,6 @@ OnnxValueInfo value_info(const std::string& name, const torch::Tensor& sample,
   return v;
 }
 
-std::vector<std::pair<std::string, std::string>> metadata(const model::YoloModelImpl& model,
-                                                          const OnnxOptions& o) {
-  const auto& arch = model.arch();
-  const bool pose = arch.kpt_shape[0] > 0;
-  nlohmann::ordered_json names = nlohmann::ordered_json::object();
-  for (int64_t c = 0; c < arch.nc; ++c)
-    names[std::to_string(c)] =
-        c < static_cast<int64_t>(o.names.size()) ? o.names[c] : std::to_string(c);
-  std::vector<std::pair<std::string, std::string>> m{
-      {"description", "detrain " + arch.name() + " inference model"},
-      {"arch", arch.name()},
-      {"task", pose ? "pose" : "detect"},
-      {"names", names.dump()},
-      {"nc", std::to_string(arch.nc)},
-      {"strides", nlohmann::json(arch.strides).dump()},
-      {"imgsz", nlohmann::json({o.imgsz, o.imgsz}).dump()},
-      {"batch", o.dynamic ? "dynamic" : std::to_string(o.batch)},
-      {"half", o.half ? "true" : "false"},
-      {"end2end", arch.end2end ? "true" : "false"},
-      {"output", arch.end2end ? "detections: [B, k, x1 y1 x2 y2 score class (+ kpts)]"
-                              : "predictions: [B, cx cy w h + class scores (+ kpts), anchors]"}};
-  if (arch.end2end) m.emplace_back("max_det", std::to_string(o.max_det));
-  if (pose)
-    m.emplace_back("kpt_shape", nlohmann::json({arch.kpt_shape[0], arch.kpt_shape[1]}).dump());
-  return m;
-}
-
 }  // namespace
 
 void check_onnx_options(const model::YoloModelImpl& model, const OnnxOptions& o) {
@@ -126,7 +98,7 @@ OnnxModel build_onnx(model::YoloModelImpl& model, const OnnxOptions& o) {
   m.graph.initializers = std::move(graph.graph().initializers);
   m.graph.inputs.push_back(value_info("images", sample, o));
   m.graph.outputs.push_back(value_info(output_name, output.sample, o));
-  m.metadata = metadata(model, o);
+  m.metadata = onnx_metadata(model, o, model.arch().end2end ? output.sample.size(1) : 0);
   return m;
 }
 
