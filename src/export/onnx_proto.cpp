@@ -1,49 +1,15 @@
 // Protobuf wire encoding of the ONNX messages in onnx_proto.h. Every field is written with its
-// tag (field number << 3 | wire type); repeated scalars unpacked, which every parser accepts.
+// tag (field number << 3 | wire type) by common/protobuf_wire.h; repeated scalars unpacked.
 #include "export/onnx_proto.h"
 
-#include <cstring>
+#include "common/protobuf_wire.h"
 
 namespace detrain::exporter {
 
 namespace {
 
-enum WireType : uint32_t { kVarint = 0, kFixed32 = 5, kBytes = 2 };
-
-class Writer {
- public:
-  void varint(uint64_t v) {
-    while (v >= 0x80) {
-      out_.push_back(static_cast<char>((v & 0x7f) | 0x80));
-      v >>= 7;
-    }
-    out_.push_back(static_cast<char>(v));
-  }
-  void tag(uint32_t field, WireType type) { varint((uint64_t{field} << 3) | type); }
-  // int64 fields are varints of the two's-complement value (negative numbers take 10 bytes).
-  void int_field(uint32_t field, int64_t v) {
-    tag(field, kVarint);
-    varint(static_cast<uint64_t>(v));
-  }
-  void float_field(uint32_t field, float v) {
-    tag(field, kFixed32);
-    char bytes[4];
-    std::memcpy(bytes, &v, 4);  // little-endian hosts only (x86-64, aarch64)
-    out_.append(bytes, 4);
-  }
-  void bytes_field(uint32_t field, const std::string& bytes) {
-    tag(field, kBytes);
-    varint(bytes.size());
-    out_ += bytes;
-  }
-  std::string take() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
-
 std::string encode(const OnnxTensor& t) {
-  Writer w;
+  ProtoWriter w;
   for (int64_t d : t.dims) w.int_field(1, d);     // dims
   w.int_field(2, static_cast<int32_t>(t.type));   // data_type
   if (!t.name.empty()) w.bytes_field(8, t.name);  // name
@@ -53,7 +19,7 @@ std::string encode(const OnnxTensor& t) {
 
 std::string encode(const OnnxAttribute& a) {
   // AttributeProto.AttributeType: FLOAT 1, INT 2, STRING 3, TENSOR 4, INTS 7.
-  Writer w;
+  ProtoWriter w;
   w.bytes_field(1, a.name);
   switch (a.kind) {
     case OnnxAttribute::Kind::kFloat:
@@ -81,7 +47,7 @@ std::string encode(const OnnxAttribute& a) {
 }
 
 std::string encode(const OnnxNode& n) {
-  Writer w;
+  ProtoWriter w;
   for (const auto& in : n.inputs) w.bytes_field(1, in);
   for (const auto& out : n.outputs) w.bytes_field(2, out);
   if (!n.name.empty()) w.bytes_field(3, n.name);
@@ -91,28 +57,28 @@ std::string encode(const OnnxNode& n) {
 }
 
 std::string encode(const OnnxValueInfo& v) {
-  Writer shape;  // TensorShapeProto: dim = 1 (Dimension: dim_value = 1, dim_param = 2)
+  ProtoWriter shape;  // TensorShapeProto: dim = 1 (Dimension: dim_value = 1, dim_param = 2)
   for (const auto& d : v.dims) {
-    Writer dim;
+    ProtoWriter dim;
     if (d.value >= 0)
       dim.int_field(1, d.value);
     else
       dim.bytes_field(2, d.symbol);
     shape.bytes_field(1, dim.take());
   }
-  Writer tensor;  // TypeProto.Tensor: elem_type = 1, shape = 2
+  ProtoWriter tensor;  // TypeProto.Tensor: elem_type = 1, shape = 2
   tensor.int_field(1, static_cast<int32_t>(v.type));
   tensor.bytes_field(2, shape.take());
-  Writer type;  // TypeProto: tensor_type = 1
+  ProtoWriter type;  // TypeProto: tensor_type = 1
   type.bytes_field(1, tensor.take());
-  Writer w;  // ValueInfoProto: name = 1, type = 2
+  ProtoWriter w;  // ValueInfoProto: name = 1, type = 2
   w.bytes_field(1, v.name);
   w.bytes_field(2, type.take());
   return w.take();
 }
 
 std::string encode(const OnnxGraph& g) {
-  Writer w;
+  ProtoWriter w;
   for (const auto& n : g.nodes) w.bytes_field(1, encode(n));
   w.bytes_field(2, g.name);
   for (const auto& t : g.initializers) w.bytes_field(5, encode(t));
@@ -156,17 +122,17 @@ OnnxAttribute OnnxAttribute::of_ints(std::string name, std::vector<int64_t> valu
 }
 
 std::string serialize(const OnnxModel& model) {
-  Writer w;
+  ProtoWriter w;
   w.int_field(1, model.ir_version);
   w.bytes_field(2, model.producer_name);
   w.bytes_field(3, model.producer_version);
   w.bytes_field(7, encode(model.graph));
-  Writer opset;  // OperatorSetIdProto: domain = 1 ("" is ai.onnx), version = 2
+  ProtoWriter opset;  // OperatorSetIdProto: domain = 1 ("" is ai.onnx), version = 2
   opset.bytes_field(1, "");
   opset.int_field(2, model.opset);
   w.bytes_field(8, opset.take());
   for (const auto& [key, value] : model.metadata) {
-    Writer entry;  // StringStringEntryProto: key = 1, value = 2
+    ProtoWriter entry;  // StringStringEntryProto: key = 1, value = 2
     entry.bytes_field(1, key);
     entry.bytes_field(2, value);
     w.bytes_field(14, entry.take());
