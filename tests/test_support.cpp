@@ -70,11 +70,9 @@ std::optional<std::string> torchrun_or_skip() {
   return std::nullopt;
 }
 
-RunResult run_detrain(const std::string& args, const std::string& cwd) {
-  const std::string dir = cwd.empty() ? source_dir() : cwd;
-  const std::string command = "cd '" + dir + "' && '" + DETRAIN_BINARY + "' " + args + " 2>&1";
+RunResult run_command(const std::string& command) {
   RunResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
   if (!pipe) return result;
   std::array<char, 4096> buffer;
   size_t n;
@@ -83,6 +81,16 @@ RunResult run_detrain(const std::string& args, const std::string& cwd) {
   int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+RunResult run_detrain(const std::string& args, const std::string& cwd) {
+  const std::string dir = cwd.empty() ? source_dir() : cwd;
+  return run_command("cd '" + dir + "' && '" + DETRAIN_BINARY + "' " + args);
+}
+
+std::string test_venv() {
+  const char* env = std::getenv("DETRAIN_TEST_VENV");
+  return env && *env ? env : source_dir() + "/.venv-test";
 }
 
 ScopedEnv::ScopedEnv(const std::string& name, const std::string& value) : name_(name) {

@@ -41,6 +41,13 @@ struct RunResult {
   std::string output;  // stdout and stderr together
 };
 
+// Runs a shell command; stdout and stderr together.
+RunResult run_command(const std::string& command);
+
+// The test-only Python environment (onnx, onnxruntime, numpy, tensorboard; scripts/setup.sh
+// makes it): DETRAIN_TEST_VENV, else <source>/.venv-test.
+std::string test_venv();
+
 // Runs the built detrain binary with `args` (shell-quoted here) from `cwd` (default: source dir).
 RunResult run_detrain(const std::string& args, const std::string& cwd = "");
 // The built detrain binary's absolute path (for tests that start several processes).

@@ -207,4 +207,32 @@ void ensure_writable_dir(const std::string& dir) {
   std::remove(probe.c_str());
 }
 
+AppendLog::AppendLog(const std::string& path, bool exclusive) : path_(path) {
+  const int flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (exclusive ? O_EXCL : 0);
+  fd_ = ::open(path.c_str(), flags, 0644);
+  if (fd_ < 0) throw IoError("cannot open " + path + " for appending: " + std::strerror(errno));
+}
+
+AppendLog::~AppendLog() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void AppendLog::append(std::string_view bytes) {
+  const off_t start = ::lseek(fd_, 0, SEEK_END);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      if (start >= 0 && ::ftruncate(fd_, start) != 0) {
+        // Nothing more to undo; readers ignore an incomplete last record.
+      }
+      throw IoError("cannot append to " + path_ + ": " + describe_errno(err) +
+                    "; what was written before is kept");
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
 }  // namespace detrain

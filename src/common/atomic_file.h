@@ -22,6 +22,27 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 // passes through, after the temporary file is removed.
 void write_file_atomic(const std::string& path, const std::function<void(std::ostream&)>& writer);
 
+// A log file that only grows: each append() lands whole or not at all (a short write, such as
+// on a full disk, is cut back to where the append started), so a crash can only lose or cut the
+// record being written, and readers drop a cut last record. The file is never rewritten.
+class AppendLog {
+ public:
+  // Opens `path` for appending, creating it; `exclusive`: it must not exist yet. IoError naming
+  // the path when it cannot be opened.
+  explicit AppendLog(const std::string& path, bool exclusive = false);
+  ~AppendLog();
+  AppendLog(const AppendLog&) = delete;
+  AppendLog& operator=(const AppendLog&) = delete;
+
+  // IoError naming the path when the bytes cannot be written; what was appended before stays.
+  void append(std::string_view bytes);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
 // Removes temporaries `<prefix>*.tmp.<pid>.<n>` in `dir` left by processes that no longer run
 // (a kill during a write). An empty prefix matches every file name. Returns how many it removed.
 int remove_stale_temporaries(const std::string& dir, const std::string& prefix = "");

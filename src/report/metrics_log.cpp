@@ -1,13 +1,8 @@
 // metrics.jsonl and results.csv; see metrics_log.h.
 #include "report/metrics_log.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <stdexcept>
@@ -44,7 +39,9 @@ std::vector<std::string> complete_lines(const std::string& path) {
 
 }  // namespace
 
-std::string step_record_line(const StepRecord& r) {
+std::string step_record_line(const StepRecord& r) { return step_record_json(r).dump(); }
+
+nlohmann::ordered_json step_record_json(const StepRecord& r) {
   nlohmann::ordered_json line;
   line["epoch"] = r.epoch;
   line["iter"] = r.iter;
@@ -59,37 +56,13 @@ std::string step_record_line(const StepRecord& r) {
   line["data_ms"] = r.data_wait_ms;
   line["step_ms"] = r.step_ms;
   line["mem_gb"] = r.memory_gb;
-  // Non-finite numbers become null (JSON has no NaN).
-  return line.dump();
+  return line;
 }
 
-MetricsJsonl::MetricsJsonl(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw IoError("cannot open " + path + " for appending: " + std::strerror(errno));
-}
-
-MetricsJsonl::~MetricsJsonl() {
-  if (fd_ >= 0) ::close(fd_);
-}
+MetricsJsonl::MetricsJsonl(const std::string& path) : file_(path) {}
 
 void MetricsJsonl::append(const StepRecord& record) {
-  const std::string line = step_record_line(record) + "\n";
-  // A line either lands whole or not at all: a short write is cut back to where it started.
-  const off_t start = ::lseek(fd_, 0, SEEK_END);
-  size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : ENOSPC;
-      if (start >= 0 && ::ftruncate(fd_, start) != 0) {
-        // Nothing more to undo; the reader ignores an incomplete last line.
-      }
-      throw IoError("cannot append to " + path_ + ": " + describe_errno(err) +
-                    "; the lines written so far are kept");
-    }
-    done += static_cast<size_t>(n);
-  }
+  file_.append(step_record_line(record) + "\n");
 }
 
 std::vector<nlohmann::ordered_json> read_metrics_jsonl(const std::string& path) {

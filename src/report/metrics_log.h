@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/atomic_file.h"
+
 namespace detrain::report {
 
 // One logged training step.
@@ -30,23 +32,22 @@ struct StepRecord {
 
 // The JSON line for a record (no newline): {"epoch":..,"iter":..,"step":..,"loss":{..},"lr":[..],
 // "instances":..,"imgsz":..,"img_s":..,"data_ms":..,"step_ms":..,"mem_gb":..}.
+// Non-finite numbers become null (JSON has no NaN).
 std::string step_record_line(const StepRecord& record);
+// The same line as a JSON object (numbers as doubles; NaN and Inf stay until dumped).
+nlohmann::ordered_json step_record_json(const StepRecord& record);
 
-// Appends lines to metrics.jsonl. Each line goes out in one write() on an O_APPEND descriptor,
+// Appends lines to metrics.jsonl, each whole or not at all (common/atomic_file.h's AppendLog),
 // so a crash can only lose or cut the last line (readers and truncate drop a cut line).
 class MetricsJsonl {
  public:
   explicit MetricsJsonl(const std::string& path);  // IoError when it cannot be opened
-  ~MetricsJsonl();
-  MetricsJsonl(const MetricsJsonl&) = delete;
-  MetricsJsonl& operator=(const MetricsJsonl&) = delete;
 
   void append(const StepRecord& record);
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return file_.path(); }
 
  private:
-  std::string path_;
-  int fd_ = -1;
+  AppendLog file_;
 };
 
 // Every complete line of a metrics.jsonl (a missing file gives none). IoError naming the

@@ -67,21 +67,8 @@ model::YoloModel responsive_model(const ExportCase& c, const torch::Tensor& imag
   return m;
 }
 
-RunResult run_command(const std::string& command) {
-  RunResult result;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.output.append(buffer, n);
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
 std::optional<std::string> onnx_python_or_skip() {
-  const char* env = std::getenv("DETRAIN_TEST_VENV");
-  const std::string venv = env && *env ? env : source_dir() + "/.venv-test";
+  const std::string venv = test_venv();
   const std::string python = venv + "/bin/python";
   if (fs::exists(python) &&
       run_command("'" + python + "' -c 'import onnx, onnxruntime, numpy'").exit_code == 0)

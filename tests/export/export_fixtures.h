@@ -45,9 +45,6 @@ std::optional<std::string> onnx_python_or_skip();
 // [count, 3, imgsz, imgsz] float32. Skips (nullopt) when coco-mini is absent.
 std::optional<torch::Tensor> coco_images(int64_t count, int64_t imgsz);
 
-// Runs a shell command; stdout and stderr together.
-RunResult run_command(const std::string& command);
-
 struct OrtOutputs {
   std::map<std::string, torch::Tensor> tensors;  // the first output, per input name
   std::map<std::string, std::string> metadata;   // metadata_props + input/output dims
