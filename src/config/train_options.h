@@ -29,6 +29,7 @@ struct TrainOptions {
   int64_t patience = 100;
   bool val = true;
   bool plots = true;
+  bool tensorboard = true;
   bool sync_bn = false;
   double dist_timeout_s = 1800.0;
   double dist_bucket_mb = 25.0;
@@ -83,6 +84,8 @@ struct TrainOptions {
       Constraint::range(0, 1000000));
     v("val", val, "validate after every epoch");
     v("plots", plots, "draw results.png, train_batch*.jpg and val_pred*.jpg");
+    v("tensorboard", tensorboard,
+      "write TensorBoard event files into the run directory (tensorboard --logdir runs)");
     v("sync_bn", sync_bn, "synchronise BatchNorm statistics across ranks");
     v("dist_timeout_s", dist_timeout_s,
       "seconds a rank waits in a collective (or for rank 0's validation) before failing",

@@ -19,13 +19,15 @@ namespace detrain::train {
 
 EpochEnd::EpochEnd(const config::ResolvedConfig& resolved, const TrainingData& data,
                    TrainParts& parts, const report::RunPaths& paths, bool resuming,
-                   int64_t completed_epochs, bool can_roll_back)
+                   int64_t completed_epochs, bool can_roll_back,
+                   report::TensorBoardLog* tensorboard)
     : resolved_(resolved),
       x_(resolved.experiment),
       data_(data),
       parts_(parts),
       paths_(paths),
-      can_roll_back_(can_roll_back) {
+      can_roll_back_(can_roll_back),
+      tensorboard_(tensorboard) {
   const auto columns =
       results_columns(parts.criterion->names(), parts.model->head()->options().pose(),
                       static_cast<int>(parts.optimizer->num_groups()));
@@ -103,6 +105,11 @@ EpochVerdict EpochEnd::finish(TrainState& state, double seconds, bool time_up) {
   if (improved) ckpt::publish_best(paths_, last, x_.train.best_half);
   if (x_.train.save_period > 0 && (epoch + 1) % x_.train.save_period == 0)
     ckpt::save_checkpoint(paths_.file("weights/epoch" + std::to_string(epoch + 1) + ".ckpt"), last);
+  if (tensorboard_) {
+    tensorboard_->add_epoch(results_->table().columns, row);
+    if (x_.train.plots && report::images_at_epoch(epoch + 1, state.position.finished))
+      tensorboard_->add_images(epoch + 1, report::plot_images(paths_.dir, v.has_value()));
+  }
   return verdict;
 }
 

@@ -3,7 +3,9 @@
 // results.png and the epoch line, the best-model choice, whether the run ends here
 // (train.patience, train.time, which also re-estimates the epoch count), and the checkpoints
 // (last always, best when the fitness improved, weights/epochN.ckpt every train.save_period
-// epochs). The other ranks only advance and wait (trainer.cpp).
+// epochs), then the epoch's TensorBoard scalars and plots: after last.ckpt, so no event of an
+// epoch lies past the checkpoint a resume continues from. The other ranks only advance and wait
+// (trainer.cpp).
 #pragma once
 
 #include <memory>
@@ -14,6 +16,7 @@
 #include "config/config.h"
 #include "report/metrics_log.h"
 #include "report/run_dir.h"
+#include "report/tensorboard_log.h"
 #include "train/train_parts.h"
 #include "train/train_state.h"
 
@@ -29,10 +32,11 @@ class EpochEnd {
  public:
   // Opens results.csv (a resumed run keeps the rows of its completed epochs).
   // `can_roll_back`: a non-finite validation may roll the run back (one process only: the
-  // other ranks do not validate, so they could not roll back with rank 0).
+  // other ranks do not validate, so they could not roll back with rank 0). `tensorboard`: where
+  // the epochs go for TensorBoard (null: nowhere).
   EpochEnd(const config::ResolvedConfig& resolved, const TrainingData& data, TrainParts& parts,
            const report::RunPaths& paths, bool resuming, int64_t completed_epochs,
-           bool can_roll_back);
+           bool can_roll_back, report::TensorBoardLog* tensorboard = nullptr);
 
   // Finishes epoch `state.position.epoch` that trained for `seconds`: validates, records,
   // picks the best, decides whether the run stops (`time_up`: train.time ran out inside the
@@ -51,6 +55,7 @@ class EpochEnd {
   TrainParts& parts_;
   report::RunPaths paths_;
   bool can_roll_back_;
+  report::TensorBoardLog* tensorboard_;
   std::unique_ptr<report::ResultsCsv> results_;
   std::vector<double> box_stats_, keypoint_stats_;
 };

@@ -19,12 +19,14 @@ double memory_gb(const torch::Device& device) {
 }  // namespace
 
 IterationReport::IterationReport(const config::Experiment& x, bool main_rank,
-                                 const std::string& metrics_jsonl, torch::Device device)
+                                 const std::string& metrics_jsonl, torch::Device device,
+                                 report::TensorBoardLog* tensorboard)
     : x_(x),
       device_(device),
       progress_(
           main_rank ? parse_progress_mode(x.train.progress, "train.progress") : ProgressMode::kOff,
-          std::cout, stdout_is_tty(), x.train.progress_interval_s) {
+          std::cout, stdout_is_tty(), x.train.progress_interval_s),
+      tensorboard_(tensorboard) {
   if (!metrics_jsonl.empty()) jsonl_ = std::make_unique<report::MetricsJsonl>(metrics_jsonl);
 }
 
@@ -74,6 +76,7 @@ void IterationReport::add(int64_t iter, const StepResult& step, const TrainState
     rec.step_ms = step_ms;
     rec.memory_gb = state_.memory_gb;
     jsonl_->append(rec);
+    if (tensorboard_) tensorboard_->add_iteration(report::step_record_json(rec));
   }
 }
 

@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "optim/optimizer.h"
 #include "report/metrics_log.h"
+#include "report/tensorboard_log.h"
 #include "train/train_state.h"
 #include "train/train_step.h"
 
@@ -24,9 +25,10 @@ namespace detrain::train {
 
 class IterationReport {
  public:
-  // `metrics_jsonl`: the file to append to (empty: none, as on ranks > 0).
+  // `metrics_jsonl`: the file to append to (empty: none, as on ranks > 0); `tensorboard` gets
+  // the same rows (null: none).
   IterationReport(const config::Experiment& x, bool main_rank, const std::string& metrics_jsonl,
-                  torch::Device device);
+                  torch::Device device, report::TensorBoardLog* tensorboard = nullptr);
 
   void start_epoch(int64_t epoch, int64_t batches, const std::vector<std::string>& loss_names);
   // Iteration `iter` finished with `step`; `state` is the loop's state after it.
@@ -40,6 +42,7 @@ class IterationReport {
   torch::Device device_;
   ProgressLine progress_;
   std::unique_ptr<report::MetricsJsonl> jsonl_;
+  report::TensorBoardLog* tensorboard_;
   Stopwatch run_clock_;  // since this process started its part of the run (whole-run ETA)
   int64_t iterations_ = 0;
   Stopwatch epoch_clock_;

@@ -8,6 +8,7 @@
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <optional>
 
 #include "ckpt/checkpoint_files.h"
@@ -21,6 +22,7 @@
 #include "report/batch_plots.h"
 #include "report/plots_charts.h"
 #include "report/run_dir.h"
+#include "report/tensorboard_log.h"
 #include "train/divergence.h"
 #include "train/epoch_end.h"
 #include "train/iteration_report.h"
@@ -42,6 +44,8 @@ class Trainer {
   void build();
   void open_run_directory();
   void resume(const std::string& where);
+  // Rank 0's TensorBoard event file (train.tensorboard): a new run's, or a resumed one's.
+  void open_tensorboard(bool resuming);
   // Runs epoch `position.epoch` from `position.iter_in_epoch` until it completes, a stop
   // request ends it, or a step diverges.
   EpochOutcome train_epoch();
@@ -75,7 +79,8 @@ class Trainer {
   TrainState state_;
   std::optional<ckpt::Checkpoint> good_state_;  // taken at the start of each epoch
   report::RunPaths paths_;
-  std::unique_ptr<EpochEnd> epoch_end_;  // rank 0
+  std::unique_ptr<report::TensorBoardLog> tensorboard_;  // rank 0, train.tensorboard
+  std::unique_ptr<EpochEnd> epoch_end_;                  // rank 0
   std::unique_ptr<IterationReport> report_;
   int64_t iterations_this_process_ = 0;
 };
@@ -120,13 +125,30 @@ void Trainer::open_run_directory() {
       report::truncate_metrics_jsonl(paths_.metrics_jsonl, state_.position.epoch,
                                      state_.position.iter_in_epoch);
     metrics_jsonl = paths_.metrics_jsonl;
+    if (x_.train.tensorboard) open_tensorboard(resuming);
     if (x_.train.plots && !resuming)
       report::save_labels_plot(data_.train_records.images, data_.dataset.names,
                                paths_.file("labels.jpg"));
-    epoch_end_ = std::make_unique<EpochEnd>(resolved_, data_, parts_, paths_, resuming,
-                                            state_.position.epoch, world_->size() == 1);
+    epoch_end_ =
+        std::make_unique<EpochEnd>(resolved_, data_, parts_, paths_, resuming,
+                                   state_.position.epoch, world_->size() == 1, tensorboard_.get());
   }
-  report_ = std::make_unique<IterationReport>(x_, main(), metrics_jsonl, placement_.device);
+  report_ = std::make_unique<IterationReport>(x_, main(), metrics_jsonl, placement_.device,
+                                              tensorboard_.get());
+}
+
+// Before results.csv is rewritten: a resume reads which epochs the previous process finished.
+void Trainer::open_tensorboard(bool resuming) {
+  tensorboard_ =
+      std::make_unique<report::TensorBoardLog>(paths_.dir, state_.position.batches_per_epoch);
+  const std::string yaml = config::dump_yaml(x_, false);
+  if (resuming)
+    tensorboard_->resume(state_.position.epoch, state_.position.iter_in_epoch, yaml,
+                         paths_.metrics_jsonl, paths_.results_csv);
+  else
+    tensorboard_->start(yaml);
+  spdlog::info("TensorBoard: watch with 'tensorboard --logdir {}' at http://localhost:6006/",
+               std::filesystem::path(paths_.dir).parent_path().string());
 }
 
 EpochOutcome Trainer::train_epoch() {
@@ -233,6 +255,7 @@ void Trainer::roll_back(const std::string& problem) {
   rewind(parts_, state_, *good_state_);
   state_.position.bad_steps = policy.rollbacks();
   state_.lr_scale = policy.lr_scale();
+  if (tensorboard_) tensorboard_->rewind(state_.position.epoch, state_.position.iter_in_epoch);
   spdlog::warn("{}", rollback_message(problem, policy, state_.position.epoch,
                                       state_.position.iter_in_epoch));
 }
