@@ -224,7 +224,7 @@ TEST_CASE("the iteration and epoch steps share one axis and a resume start drops
 }
 
 TEST_CASE("a run's event file holds every logged scalar, the config and the plots",
-          "[report][tensorboard][train]") {
+          "[smoke][report][tensorboard]") {
   const auto python = tensorboard_python_or_skip();
   if (!python) return;
   TempDir dir;
@@ -283,7 +283,7 @@ TEST_CASE("a run's event file holds every logged scalar, the config and the plot
 }
 
 TEST_CASE("a resumed run shows each step once with its own values, whatever the old process wrote",
-          "[report][tensorboard][train]") {
+          "[smoke][report][tensorboard]") {
   const auto python = tensorboard_python_or_skip();
   if (!python) return;
   TempDir dir;
