@@ -111,6 +111,8 @@ DistEnv read_dist_env(const std::function<const char*(const char*)>& getenv_fn) 
   if (const char* addr = get("MASTER_ADDR"); addr && *addr) env.master_addr = addr;
   if (const char* agent = get("TORCHELASTIC_USE_AGENT_STORE"))
     env.agent_store = std::string(agent) == "True" || std::string(agent) == "1";
+  env.elastic_restarts = env_int(get, "TORCHELASTIC_RESTART_COUNT", 0, 0);
+  env.slurm_restarts = env_int(get, "SLURM_RESTART_COUNT", 0, 0);
   env.master_port = static_cast<int>(env_int(get, "MASTER_PORT", env.master_port, 1));
   if (env.master_port > 65535)
     throw ConfigError(fmt::format("MASTER_PORT={} is not a TCP port (1-65535)", env.master_port));
@@ -122,6 +124,10 @@ DistEnv read_dist_env(const std::function<const char*(const char*)>& getenv_fn) 
   if (env.local_rank >= env.local_world_size)
     env.local_world_size = env.local_rank + 1;  // Slurm's per-node count can be heterogeneous
   return env;
+}
+
+std::string DistEnv::attempt() const {
+  return fmt::format("attempt-{}.{}", elastic_restarts, slurm_restarts);
 }
 
 #if defined(DETRAIN_WITH_C10D)
@@ -151,9 +157,12 @@ Distributed::Distributed(const DistEnv& env, const torch::Device& device,
     // waits, and under torchrun nobody here is the server.
     store_options.waitWorkers = true;
     store_options.timeout = timeout;
-    // A launcher's store holds its own keys (torchrun's rendezvous): ours live under a prefix.
+    // A launcher's store holds its own keys (torchrun's rendezvous): ours live under a prefix,
+    // one per attempt, since torchrun's store survives its restarts with the dead attempt's
+    // keys in it (Gloo would dial the old ranks' addresses).
     impl_->store = c10::make_intrusive<c10d::PrefixStore>(
-        "detrain", c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options));
+        "detrain/" + env.attempt(),
+        c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options));
     if (device.is_cuda()) {
 #if defined(USE_C10D_NCCL)
       auto options = c10d::ProcessGroupNCCL::Options::create();
@@ -324,11 +333,15 @@ torch::Tensor Distributed::sum(const torch::Tensor& t, const std::string& what) 
   return reduced ? v[0].to(t.scalar_type()) : v[0];
 }
 
-bool Distributed::any(bool flag, const std::string& what) {
-  const auto device = impl_->device;
-  const auto total =
-      sum(torch::full({1}, flag ? 1 : 0, torch::dtype(torch::kLong).device(device)), what);
-  return total.item<int64_t>() > 0;
+bool Distributed::any(bool flag, const std::string& what) { return any_of({flag}, what)[0]; }
+
+std::vector<bool> Distributed::any_of(const std::vector<bool>& flags, const std::string& what) {
+  auto counts = torch::zeros({static_cast<int64_t>(flags.size())}, torch::kLong);
+  for (size_t i = 0; i < flags.size(); ++i) counts[static_cast<int64_t>(i)] = flags[i] ? 1 : 0;
+  const auto total = sum(counts.to(impl_->device), what).to(torch::kCPU);
+  std::vector<bool> out;
+  for (int64_t i = 0; i < total.numel(); ++i) out.push_back(total[i].item<int64_t>() > 0);
+  return out;
 }
 
 std::vector<int64_t> Distributed::all_gather(int64_t value, const std::string& what) {
@@ -408,6 +421,9 @@ void Distributed::broadcast(const std::vector<torch::Tensor>&, const std::string
 void Distributed::average_gradients(const std::vector<torch::Tensor>&, int64_t) {}
 torch::Tensor Distributed::sum(const torch::Tensor& t, const std::string&) { return t.clone(); }
 bool Distributed::any(bool flag, const std::string&) { return flag; }
+std::vector<bool> Distributed::any_of(const std::vector<bool>& flags, const std::string&) {
+  return flags;
+}
 std::vector<int64_t> Distributed::all_gather(int64_t value, const std::string&) { return {value}; }
 void Distributed::barrier(const std::string&) {}
 void Distributed::notify(const std::string&) {}

@@ -33,12 +33,23 @@ struct DistEnv {
   // torchrun (TORCHELASTIC_USE_AGENT_STORE=True): its agent already hosts the store on
   // MASTER_ADDR:MASTER_PORT, so every rank, rank 0 included, connects as a client.
   bool agent_store = false;
+  // Which attempt of the job this is: torchrun's TORCHELASTIC_RESTART_COUNT (it restarts every
+  // rank after one fails, up to --max-restarts) and Slurm's SLURM_RESTART_COUNT (a requeued
+  // job); 0 on the first attempt.
+  int64_t elastic_restarts = 0;
+  int64_t slurm_restarts = 0;
   bool distributed() const { return world_size > 1; }
+  bool restarted() const { return elastic_restarts > 0 || slurm_restarts > 0; }
+  // "attempt-<torchrun>.<slurm>": the store prefix of this attempt, so restarted ranks never
+  // read the keys (Gloo's addresses, pids, progress) that the previous attempt left in a store
+  // that outlived it (torchrun's agent store does).
+  std::string attempt() const;
 };
 
 // Reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; without
 // RANK/WORLD_SIZE, Slurm's SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE
-// and SLURM_LAUNCH_NODE_IPADDR (MASTER_ADDR wins when set); TORCHELASTIC_USE_AGENT_STORE. Throws
+// and SLURM_LAUNCH_NODE_IPADDR (MASTER_ADDR wins when set); TORCHELASTIC_USE_AGENT_STORE; the
+// restart counters TORCHELASTIC_RESTART_COUNT and SLURM_RESTART_COUNT. Throws
 // ConfigError naming the variable when one is malformed or inconsistent. `getenv` is injectable for
 // tests.
 DistEnv read_dist_env(const std::function<const char*(const char*)>& getenv = {});
@@ -69,6 +80,8 @@ class Distributed {
   torch::Tensor sum(const torch::Tensor& t, const std::string& what);
   // True when `flag` is true on any rank.
   bool any(bool flag, const std::string& what);
+  // Element i is true when flags[i] is true on any rank (one all-reduce for all of them).
+  std::vector<bool> any_of(const std::vector<bool>& flags, const std::string& what);
   // One value per rank, in rank order (all ranks get all of them).
   std::vector<int64_t> all_gather(int64_t value, const std::string& what);
   void barrier(const std::string& what);

@@ -22,6 +22,9 @@ class SingleProcess final : public World {
   std::shared_ptr<const Replicas> replicas() const override { return nullptr; }
   void set_progress(int64_t, const std::string&) override {}
   bool any(bool flag, const std::string&) override { return flag; }
+  std::vector<bool> any_of(const std::vector<bool>& flags, const std::string&) override {
+    return flags;
+  }
   void broadcast(const std::vector<torch::Tensor>&, const std::string&) override {}
   void average_gradients(const std::vector<torch::Tensor>&) override {}
   void check_same(const std::vector<torch::Tensor>&, const std::string&) override {}
@@ -46,6 +49,9 @@ class C10dRank final : public World {
     dist_.set_progress(tick, where);
   }
   bool any(bool flag, const std::string& what) override { return dist_.any(flag, what); }
+  std::vector<bool> any_of(const std::vector<bool>& flags, const std::string& what) override {
+    return dist_.any_of(flags, what);
+  }
   void broadcast(const std::vector<torch::Tensor>& tensors, const std::string& what) override {
     dist_.broadcast(tensors, what);
   }
@@ -103,9 +109,12 @@ std::unique_ptr<World> make_world(const Placement& placement, const config::Expe
                     "over {} ranks; use a multiple of {}",
                     x.data.batch, env.world_size, env.world_size));
   auto world = std::make_unique<C10dRank>(placement, x.train);
-  spdlog::info("distributed: rank {} of {} (local {} of {}, {}), store {}:{}", env.rank,
+  spdlog::info("distributed: rank {} of {} (local {} of {}, {}), store {}:{}{}", env.rank,
                env.world_size, env.local_rank, env.local_world_size,
-               placement.device.is_cuda() ? "nccl" : "gloo", env.master_addr, env.master_port);
+               placement.device.is_cuda() ? "nccl" : "gloo", env.master_addr, env.master_port,
+               env.restarted() ? fmt::format(", restart {} (torchrun) / {} (Slurm)",
+                                             env.elastic_restarts, env.slurm_restarts)
+                               : "");
   return world;
 }
 

@@ -30,6 +30,8 @@ class World {
   // Collectives: every rank calls them in the same order; `what` names them in errors.
   virtual void set_progress(int64_t tick, const std::string& where) = 0;
   virtual bool any(bool flag, const std::string& what) = 0;
+  // any() of several flags in one collective: element i is true when flags[i] is on any rank.
+  virtual std::vector<bool> any_of(const std::vector<bool>& flags, const std::string& what) = 0;
   virtual void broadcast(const std::vector<torch::Tensor>& tensors, const std::string& what) = 0;
   // grad <- mean over ranks, in buckets of train.dist_bucket_mb.
   virtual void average_gradients(const std::vector<torch::Tensor>& params) = 0;
