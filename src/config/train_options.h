@@ -34,6 +34,8 @@ struct TrainOptions {
   double dist_timeout_s = 1800.0;
   double dist_bucket_mb = 25.0;
   bool dist_verify = false;
+  std::string resume = "restarts";
+  std::string requeue_signal = "SIGUSR1";
   std::vector<int64_t> freeze;
   std::string progress = "auto";
   double progress_interval_s = 30.0;
@@ -94,6 +96,15 @@ struct TrainOptions {
       Constraint::range(0.01, 4096));
     v("dist_verify", dist_verify,
       "check after every optimizer step that all ranks hold bit-identical weights (debug)");
+    v("resume", resume,
+      "auto: continue the newest <project>/<name>* run from its last good checkpoint when it "
+      "has one, else start a new run; restarts: auto under a torchrun restart or a Slurm "
+      "requeue (TORCHELASTIC_RESTART_COUNT / SLURM_RESTART_COUNT > 0); off: always a new run",
+      Constraint::one_of({"restarts", "auto", "off"}));
+    v("requeue_signal", requeue_signal,
+      "on this signal all ranks stop at the next iteration, save a checkpoint, rank 0 runs "
+      "scontrol requeue $SLURM_JOB_ID (under Slurm), and the run exits with code 75",
+      Constraint::one_of({"SIGUSR1", "SIGUSR2", "none"}));
     v("freeze", freeze, "layer indices (model.N) whose parameters are frozen, e.g. [0, 1, 2]",
       Constraint::range(0, 1000));
     v("progress", progress,

@@ -44,6 +44,7 @@ enum class Value {
   kScale,
   kFreeze,
   kNms,
+  kResume,  // True -> auto, False -> the default; a checkpoint path is --resume PATH
 };
 
 struct Arg {
@@ -144,9 +145,10 @@ const Arg kArgs[] = {
     {"cos_lr", "False", Value::kBool, "train.cos_lr", kTrain, ""},
     {"close_mosaic", "10", Value::kInt, "augment.close_mosaic", kTrain,
      "0 keeps mosaic on, as Ultralytics"},
-    {"resume", "False", Value::kFlag, nullptr, 0,
-     "continue a run with detrain train --resume RUN_DIR (runs/train, or its "
-     "weights/last.ckpt)"},
+    {"resume", "False", Value::kResume, "train.resume", kTrain,
+     "True -> auto (continue the newest <project>/<name> run from its last good checkpoint, "
+     "else start one), False -> restarts (the default); a checkpoint: detrain train --resume "
+     "RUN_DIR (runs/train, or its weights/last.ckpt)"},
     {"amp", "True", Value::kAmp, "train.precision", kTV,
      "True and bf16 -> bf16 (detrain's mixed precision is BF16 autocast), False and fp32 -> "
      "fp32; fp16 is not supported; val runs inference with it too",
@@ -548,6 +550,10 @@ std::string translate_value(const Arg& a, const std::string& raw, unsigned comma
       }
       return "[" + join(layers, ", ") + "]";
     }
+    case Value::kResume:
+      if (const std::optional<bool> b = as_bool(raw)) return *b ? "auto" : "restarts";
+      throw ConfigError(q + " is a command-line option in detrain: detrain train --resume " + raw +
+                        " (resume=True continues the newest run: train.resume=auto)");
     case Value::kCaller:
     case Value::kUnsupported:
     case Value::kFlag:

@@ -41,4 +41,30 @@ std::string create_numbered_dir(const std::string& project, const std::string& n
                 " is taken; choose another name (train.name, name=)");
 }
 
+std::string latest_numbered_dir(const std::string& project, const std::string& name) {
+  std::error_code ec;
+  std::string latest;
+  long best = 0;
+  for (const auto& entry : fs::directory_iterator(project, ec)) {
+    const std::string folder = entry.path().filename().string();
+    if (folder.compare(0, name.size(), name) != 0 || !entry.is_directory(ec)) continue;
+    const std::string suffix = folder.substr(name.size());
+    long n = 0;
+    if (suffix.empty()) {
+      n = 1;
+    } else if (suffix.find_first_not_of("0123456789") == std::string::npos && suffix[0] != '0' &&
+               suffix.size() <= 4) {
+      n = std::stol(suffix);
+      if (n < 2) continue;
+    } else {
+      continue;
+    }
+    if (n > best) {
+      best = n;
+      latest = entry.path().string();
+    }
+  }
+  return latest;
+}
+
 }  // namespace detrain::report

@@ -14,4 +14,8 @@ namespace detrain::report {
 // or written, or when every numbered name is taken.
 std::string create_numbered_dir(const std::string& project, const std::string& name, bool exist_ok);
 
+// The newest folder create_numbered_dir made for `name`: the existing <project>/<name>N with the
+// largest N (<name> itself counting as 1), or "" when there is none.
+std::string latest_numbered_dir(const std::string& project, const std::string& name);
+
 }  // namespace detrain::report

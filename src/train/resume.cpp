@@ -50,17 +50,23 @@ ckpt::Checkpoint load_resume_checkpoint(const std::string& path,
                       path + " train.epochs=N)");
   if (c.config_hash != resolved.hash) {
     const config::ResolvedConfig saved = tasks::checkpoint_config(c.config_yaml, path, {});
-    const auto changes = config::diff(saved.experiment, resolved.experiment);
+    const auto all_changes = config::diff(saved.experiment, resolved.experiment);
+    // How a run is continued or stopped changes nothing it computes: a job first started
+    // plainly and then resumed with train.resume=auto is the same run.
+    std::vector<std::string> changes;
+    for (const auto& line : all_changes)
+      if (line.rfind("train.resume:", 0) != 0 && line.rfind("train.requeue_signal:", 0) != 0)
+        changes.push_back(line);
     std::string listed;
     for (const auto& line : changes) listed += "\n  " + line;
     // The same values under another hash: the checkpoint predates keys added since (at their
     // defaults now), which change nothing it did.
-    if (changes.empty()) {
+    if (all_changes.empty()) {
       spdlog::info(
           "{} was written before keys were added to the configuration; its values are "
           "this run's",
           path);
-    } else {
+    } else if (!changes.empty()) {
       if (!expected.force)
         throw ConfigError(path + ": the configuration differs from the checkpoint's (hash " +
                           c.config_hash + " vs " + resolved.hash +

@@ -280,10 +280,15 @@ TEST_CASE("yolo predict's own arguments go to detrain predict itself",
 
 TEST_CASE("an Ultralytics argument that is a detrain option says what to type",
           "[unit][config][ultralytics_args]") {
-  CHECK(error_of([] { one("resume=True"); }) ==
-        "`resume=True` (Ultralytics) is a command-line option in detrain: continue a run with "
-        "detrain train --resume RUN_DIR (runs/train, or its weights/last.ckpt)");
-  CHECK(error_of([] { one("resume"); }) == error_of([] { one("resume=True"); }));
+  // resume=True is train.resume=auto; a checkpoint path is detrain's --resume.
+  CHECK(tr({"resume=True"}) == std::vector<std::string>{"train.resume=auto"});
+  CHECK(tr({"resume"}) == std::vector<std::string>{"train.resume=auto"});
+  CHECK(tr({"resume=False"}) == std::vector<std::string>{"train.resume=restarts"});
+  CHECK(error_of([] { one("resume=runs/train/weights/last.pt"); }) ==
+        "`resume=runs/train/weights/last.pt` (Ultralytics) is a command-line option in detrain: "
+        "detrain train "
+        "--resume runs/train/weights/last.pt (resume=True continues the newest run: "
+        "train.resume=auto)");
   CHECK(contains(error_of([] { one("format=onnx", "export"); }),
                  "`format=onnx` (Ultralytics) is a command-line option in detrain: detrain "
                  "export -f onnx"));
