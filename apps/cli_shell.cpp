@@ -6,6 +6,7 @@
 
 #include "command_table.h"
 #include "common/log.h"
+#include "dist/requeue.h"
 #include "usage_hints.h"
 
 namespace detrain::cli {
@@ -117,9 +118,12 @@ int run_mapping_errors(const std::function<int()>& body,
 }
 
 int report(ExitCode code, const std::string& message) {
-  // A stop the user asked for (Ctrl-C, SIGTERM, --max-iterations) ends with a resumable
-  // checkpoint: not an error, but still its own exit code (130) for scripts.
-  std::cerr << (code == ExitCode::kInterrupted ? "detrain: " : "detrain: error: ") << message
+  // A stop the user asked for (Ctrl-C, SIGTERM, --max-iterations, the requeue signal) ends
+  // with a resumable checkpoint: not an error, but still its own exit code (130, 75) for
+  // scripts.
+  const bool stopped =
+      code == ExitCode::kInterrupted || static_cast<int>(code) == dist::kRequeuedExitCode;
+  std::cerr << (stopped ? "detrain: " : "detrain: error: ") << message
             << (code == ExitCode::kInternal ? " (an internal error: please report it)" : "")
             << "\n";
   return static_cast<int>(code);

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "common/errors.h"
+#include "dist/requeue.h"
 
 extern char** environ;
 
@@ -117,6 +118,8 @@ int launch_local_ranks(const LaunchOptions& options) {
       if (running[k]) ::kill(pids[k], signal);
   };
   while (alive > 0) {
+    if (options.forward)
+      if (const int signal = options.forward->exchange(0)) stop_others(signal);
     if (options.interrupt && options.interrupt->load() && !forwarded) {
       forwarded = true;  // the ranks save a resumable checkpoint together
       stop_others(SIGINT);
@@ -129,9 +132,13 @@ int launch_local_ranks(const LaunchOptions& options) {
         running[k] = false;
         --alive;
         const int code = exit_code_of(status);
+        // A rank that stopped with a checkpoint (130: Ctrl-C, SIGTERM, --max-iterations; 75:
+        // the requeue signal) has not failed: the others stop at the same iteration by
+        // themselves, and rank 0 may still be requeueing the job.
+        const bool stopped = code == 130 || code == kRequeuedExitCode;
         if (code != 0 && result == 0) {
           result = code;
-          if (alive > 0 && !forwarded) {
+          if (alive > 0 && !forwarded && !stopped) {
             spdlog::error("rank {} (pid {}) {}; stopping the other {} rank(s)", k, pid,
                           describe_status(status), alive);
             stop_others(SIGTERM);

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "ckpt/checkpoint_files.h"
+#include "common/atomic_file.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/timer.h"
@@ -23,6 +24,7 @@
 #include "report/plots_charts.h"
 #include "report/run_dir.h"
 #include "report/tensorboard_log.h"
+#include "train/auto_resume.h"
 #include "train/divergence.h"
 #include "train/epoch_end.h"
 #include "train/iteration_report.h"
@@ -42,6 +44,9 @@ class Trainer {
 
  private:
   void build();
+  // --resume, or what train.resume=auto finds (rank 0 looks, every rank follows); sets paths_
+  // and resume_from_.
+  void choose_run_directory();
   void open_run_directory();
   void resume(const std::string& where);
   // Rank 0's TensorBoard event file (train.tensorboard): a new run's, or a resumed one's.
@@ -69,6 +74,8 @@ class Trainer {
   double seconds_before_ = 0;  // training time of the run before this process (a resume)
   bool time_up_ = false;       // train.time ran out inside the current epoch
   std::string stop_reason_;    // why the run ended before its epochs
+  std::string resume_from_;    // the checkpoint this process continues (empty: a new run)
+  bool requeue_ = false;       // the ranks agreed to stop for train.requeue_signal
   dist::Placement placement_;
   std::optional<compat::DeterministicScope> deterministic_;  // runtime.deterministic, this run
   model::Precision precision_ = model::Precision::kBf16;
@@ -104,6 +111,33 @@ void Trainer::build() {
   state_.position.batches_per_epoch = parts_.train_loader->batches_per_epoch();
 }
 
+void Trainer::choose_run_directory() {
+  resume_from_ = request_.resume;
+  std::string reuse_dir;
+  const bool restarted = placement_.env.restarted();
+  if (resume_from_.empty() && auto_resume_enabled(x_.train.resume, restarted)) {
+    AutoResumeChoice choice;
+    if (main()) choice = find_auto_resume(x_.train, restarted);
+    // Rank 0's choice, as "<run dir>\n<checkpoint>".
+    const std::string shared =
+        world_->from_main("auto_resume", choice.run_dir + "\n" + choice.checkpoint);
+    const size_t cut = shared.find('\n');
+    reuse_dir = shared.substr(0, cut);
+    resume_from_ = shared.substr(cut + 1);
+  }
+  if (!resume_from_.empty()) {
+    paths_ = report::run_paths(report::resume_run_dir(resume_from_));
+    resume(resume_from_);
+  } else if (main() && !reuse_dir.empty()) {
+    paths_ = report::run_paths(reuse_dir);
+    ensure_writable_dir(paths_.weights_dir);
+  } else if (main()) {
+    paths_ = report::create_run_dir(x_.train.project, x_.train.name, x_.train.exist_ok);
+  }
+  // Only rank 0 writes the run directory; the others learn its name for their messages.
+  paths_.dir = world_->from_main("run_dir", paths_.dir);
+}
+
 void Trainer::resume(const std::string& where) {
   const ckpt::Checkpoint c = resume_into(
       parts_, state_, where,
@@ -113,7 +147,7 @@ void Trainer::resume(const std::string& where) {
 
 // Rank 0 writes the run directory: train.log, args.yaml, metrics.jsonl, labels.jpg, results.csv.
 void Trainer::open_run_directory() {
-  const bool resuming = !request_.resume.empty();
+  const bool resuming = !resume_from_.empty();
   std::string metrics_jsonl;
   if (main()) {
     add_log_file(paths_.train_log);
@@ -166,9 +200,15 @@ EpochOutcome Trainer::train_epoch() {
     const IterationInfo info{world_->rank(), epoch, iter, iterations_this_process_};
     const bool stop = (request_.stop && request_.stop->load()) ||
                       (request_.callbacks.should_stop && request_.callbacks.should_stop(info));
+    const bool requeue = request_.requeue && request_.requeue->load();
     world_->set_progress(epoch * nb + iter, fmt::format("epoch {} iteration {}", epoch + 1, iter));
-    // Ranks stop together (a signal may reach them at different iterations).
-    if (world_->any(stop, "the stop check")) return EpochOutcome::stopped();
+    // Ranks stop together (a signal may reach them at different iterations): one all-reduce
+    // of both flags.
+    const std::vector<bool> agreed = world_->any_of({stop, requeue}, "the stop check");
+    if (agreed[0] || agreed[1]) {
+      requeue_ = agreed[1];
+      return EpochOutcome::stopped();
+    }
     if (request_.callbacks.before_iteration) request_.callbacks.before_iteration(info);
 
     Stopwatch step_clock;
@@ -263,14 +303,7 @@ void Trainer::roll_back(const std::string& problem) {
 TrainSummary Trainer::run() {
   start_log_capture();  // train.log also gets what set-up says before the run directory exists
   build();
-  if (!request_.resume.empty()) {
-    paths_ = report::run_paths(report::resume_run_dir(request_.resume));
-    resume(request_.resume);
-  } else if (main()) {
-    paths_ = report::create_run_dir(x_.train.project, x_.train.name, x_.train.exist_ok);
-  }
-  // Only rank 0 writes the run directory; the others learn its name for their messages.
-  paths_.dir = world_->from_main("run_dir", paths_.dir);
+  choose_run_directory();
   // The epoch count: the config's, or under train.time the one the run had re-estimated.
   if (x_.train.time <= 0 || state_.epochs <= 0) state_.epochs = x_.train.epochs;
   follow_epoch_count();
@@ -296,8 +329,16 @@ TrainSummary Trainer::run() {
       if (main()) ckpt::save_checkpoint(paths_.last_ckpt, checkpoint());
       world_->barrier("the stop checkpoint");
       summary.interrupted = true;
-      spdlog::warn("stopped at epoch {} iteration {}; resume with: detrain train --resume {}",
-                   state_.position.epoch + 1, state_.position.iter_in_epoch, paths_.dir);
+      summary.requeued = requeue_;
+      if (requeue_)
+        spdlog::warn(
+            "{} (train.requeue_signal): stopped at epoch {} iteration {} with a checkpoint; the "
+            "requeued job continues it (train.resume), or: detrain train --resume {}",
+            x_.train.requeue_signal, state_.position.epoch + 1, state_.position.iter_in_epoch,
+            paths_.dir);
+      else
+        spdlog::warn("stopped at epoch {} iteration {}; resume with: detrain train --resume {}",
+                     state_.position.epoch + 1, state_.position.iter_in_epoch, paths_.dir);
       break;
     }
     const EpochOutcome ended = finish_epoch(epoch_clock.seconds());

@@ -38,6 +38,8 @@ struct TrainRequest {
   bool force = false;  // resume although the config hash differs (the diff is listed)
   // Set (e.g. by SIGINT) to stop after the current iteration with a resumable checkpoint.
   const std::atomic<bool>* stop = nullptr;
+  // Set (by train.requeue_signal) to stop the same way for a requeue (TrainSummary::requeued).
+  const std::atomic<bool>* requeue = nullptr;
   TrainCallbacks callbacks;
   bool print_config = true;  // the resolved-config table on stdout at start
 };
@@ -47,6 +49,7 @@ struct TrainSummary {
   int64_t epochs_completed = 0;
   int64_t optimizer_steps = 0;
   bool interrupted = false;  // stopped early with a resumable checkpoint
+  bool requeued = false;     // ... because of train.requeue_signal
   // Why a finished run ended before its epochs (train.patience, train.time); empty otherwise.
   std::string stop_reason;
   bool main_rank = true;  // false on ranks > 0 of a distributed run (they report nothing)
