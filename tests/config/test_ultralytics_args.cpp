@@ -102,7 +102,7 @@ TEST_CASE("every detrain key of the table exists and takes the 8.4.190 default",
       }
     }
   }
-  CHECK(mapped == 57);
+  CHECK(mapped == 58);  // resume= maps to train.resume since train.resume=auto
 }
 
 TEST_CASE("the issue's command line translates", "[unit][config][ultralytics_args]") {
