@@ -37,12 +37,6 @@ ckpt::Checkpoint load_resume_checkpoint(const std::string& path,
   ckpt::Checkpoint c = ckpt::load_checkpoint(path);
   ckpt::require_resumable(c, path);
   ckpt::check_architecture(c, expected.arch, path);
-  const int64_t saved_world = state_of(c).world_size;
-  if (saved_world != expected.world_size)
-    throw ConfigError(fmt::format(
-        "{}: written by a run of {} rank(s), resumed with {}; resume with --nproc {} (the world "
-        "size sets each rank's batch and shard, so another one cannot continue it exactly)",
-        path, saved_world, expected.world_size, saved_world));
   if (c.position.finished)
     throw ConfigError(path +
                       ": this run already finished every epoch; nothing to resume "
@@ -79,6 +73,19 @@ ckpt::Checkpoint load_resume_checkpoint(const std::string& path,
         path + ": the checkpoint has " + std::to_string(c.position.batches_per_epoch) +
         " batches per epoch but this data set and batch give " +
         std::to_string(expected.batches_per_epoch) + "; resume with the same data and data.batch");
+  // Another world size continues the same global batches (data.batch is global and the
+  // loader's order does not depend on the rank count): each rank takes its new share from
+  // where the run stopped, and the pending accumulated gradients are already the ranks' mean.
+  const int64_t saved_world = state_of(c).world_size;
+  if (saved_world != expected.world_size) {
+    const int64_t batch = resolved.experiment.data.batch;
+    spdlog::warn(
+        "{}: written by {} rank(s), continued by {}: each rank now takes {} of the same {}-image "
+        "global batches (was {}), from epoch {} iteration {}; an uninterrupted run's results "
+        "are not reproduced bit for bit (the sums run in another order)",
+        path, saved_world, expected.world_size, batch / expected.world_size, batch,
+        batch / saved_world, c.position.epoch + 1, c.position.iter_in_epoch);
+  }
   return c;
 }
 

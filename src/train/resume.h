@@ -1,7 +1,7 @@
 // `detrain train --resume`: the checkpoint to continue from, refused with one line naming the
-// file and the fix when it cannot continue this run exactly (not resumable, another
-// architecture, another world size, already finished, another configuration without --force,
-// another number of batches per epoch).
+// file and the fix when it cannot continue this run (not resumable, another architecture,
+// already finished, another configuration without --force, another number of batches per
+// epoch). Another world size continues the same global batches, with a warning saying so.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +34,7 @@ config::ResolvedConfig resume_config(const std::string& where,
 
 // Loads `path` and checks it against `expected`: ModelError for a checkpoint that cannot
 // continue any run (best.ckpt, another architecture), ConfigError for one that cannot continue
-// this configuration (world size, finished, config, batches per epoch).
+// this configuration (finished, config, batches per epoch).
 ckpt::Checkpoint load_resume_checkpoint(const std::string& path, const ResumeExpectation& expected);
 
 // `--resume WHERE` (a run directory or a checkpoint): the checked checkpoint's weights,

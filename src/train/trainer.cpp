@@ -142,6 +142,7 @@ void Trainer::resume(const std::string& where) {
   const ckpt::Checkpoint c = resume_into(
       parts_, state_, where,
       {parts_.arch, world_->size(), state_.position.batches_per_epoch, &resolved_, request_.force});
+  state_.world_size = world_->size();  // the checkpoint's may differ (an elastic resume)
   if (main()) ckpt::tidy_for_resume(paths_, c, x_.train.best_half);
 }
 
