@@ -21,6 +21,7 @@
 #include "dist/world.h"
 #include "model/precision.h"
 #include "report/batch_plots.h"
+#include "report/metrics_log.h"
 #include "report/plots_charts.h"
 #include "report/run_dir.h"
 #include "report/tensorboard_log.h"
@@ -129,8 +130,11 @@ void Trainer::choose_run_directory() {
     paths_ = report::run_paths(report::resume_run_dir(resume_from_));
     resume(resume_from_);
   } else if (main() && !reuse_dir.empty()) {
+    // The previous attempt's directory, trained in afresh: its metrics.jsonl lines are of
+    // iterations this attempt runs again.
     paths_ = report::run_paths(reuse_dir);
     ensure_writable_dir(paths_.weights_dir);
+    report::truncate_metrics_jsonl(paths_.metrics_jsonl, 0, 0);
   } else if (main()) {
     paths_ = report::create_run_dir(x_.train.project, x_.train.name, x_.train.exist_ok);
   }

@@ -1,10 +1,12 @@
 // train.resume=auto: a run with nothing to continue starts afresh; an interrupted run is
 // continued from weights/last.ckpt; a torn last.ckpt is skipped for the previous good
 // checkpoint (weights/epochN.ckpt), and with none left the run starts afresh, saying why; a
-// finished run is left alone; under a restart a directory without checkpoints is reused.
+// finished run is left alone; under a restart a directory without checkpoints is reused (and its
+// old metrics.jsonl lines dropped).
 #include <torch/torch.h>  // before Catch: c10's logging defines a CHECK that Catch's must replace
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +14,7 @@
 #include "ckpt/checkpoint.h"
 #include "config/config.h"
 #include "log_capture.h"
+#include "report/metrics_log.h"
 #include "report/run_dir.h"
 #include "test_support.h"
 #include "train/auto_resume.h"
@@ -82,6 +85,27 @@ TEST_CASE(
     CHECK(contains(why, "has no checkpoint yet"));
     // Without a restart such a directory is not this run's: a new one.
     CHECK(look(options, false).first.run_dir.empty());
+
+    // A restarted run trains there from the start, without the dead attempt's metrics lines.
+    std::ofstream(dir.file("runs/auto/metrics.jsonl"))
+        << R"({"epoch":0,"iter":0,"step":0,"loss":{"box":99.0}})"
+        << "\n";
+    struct RestartedJob {  // SLURM_RESTART_COUNT=1 for this process while alive
+      RestartedJob() { ::setenv("SLURM_RESTART_COUNT", "1", 1); }
+      ~RestartedJob() { ::unsetenv("SLURM_RESTART_COUNT"); }
+    };
+    TrainSummary s;
+    {
+      RestartedJob restarted;
+      TrainRequest request;
+      request.config = config::resolve("", overrides);
+      request.callbacks.should_stop = stop_after(1);
+      s = run_training(request);
+    }
+    CHECK(s.run_dir == dir.file("runs/auto"));
+    const auto lines = report::read_metrics_jsonl(dir.file("runs/auto/metrics.jsonl"));
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0]["loss"]["box"].get<double>() != 99.0);
   }
 
   SECTION("an interrupted run, then torn checkpoints") {
