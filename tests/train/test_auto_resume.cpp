@@ -63,7 +63,7 @@ bool contains(const std::string& text, const std::string& what) {
 TEST_CASE(
     "train.resume=auto continues the last good checkpoint, skips torn ones, and starts afresh "
     "when there is nothing to continue",
-    "[train][slow][restarts]") {
+    "[train][restarts]") {
   TempDir dir;
   const auto synth = tiny_synth(dir);
   auto overrides = tiny_overrides(dir, synth.detect_yaml, "auto");
