@@ -6,7 +6,6 @@
 
 #include "command_table.h"
 #include "common/log.h"
-#include "dist/requeue.h"
 #include "usage_hints.h"
 
 namespace detrain::cli {
@@ -121,8 +120,7 @@ int report(ExitCode code, const std::string& message) {
   // A stop the user asked for (Ctrl-C, SIGTERM, --max-iterations, the requeue signal) ends
   // with a resumable checkpoint: not an error, but still its own exit code (130, 75) for
   // scripts.
-  const bool stopped =
-      code == ExitCode::kInterrupted || static_cast<int>(code) == dist::kRequeuedExitCode;
+  const bool stopped = code == ExitCode::kInterrupted || code == ExitCode::kRequeued;
   std::cerr << (stopped ? "detrain: " : "detrain: error: ") << message
             << (code == ExitCode::kInternal ? " (an internal error: please report it)" : "")
             << "\n";

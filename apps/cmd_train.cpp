@@ -189,7 +189,7 @@ int run_train(const TrainArgs& args) {
   const train::TrainSummary s = train::run_training(request);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
-  if (s.requeued) throw Error(static_cast<ExitCode>(dist::kRequeuedExitCode), requeue_outcome(s));
+  if (s.requeued) throw Error(ExitCode::kRequeued, requeue_outcome(s));
   if (s.interrupted)
     throw InterruptedError("stopped; a resumable checkpoint is in " + s.run_dir +
                            "/weights/last.ckpt (detrain train --resume " + s.run_dir + ")");

@@ -19,6 +19,8 @@ enum class ExitCode : int {
   kModel = 6,         // bad model definition, weights or checkpoint
   kNumeric = 7,       // training diverged (NaN/Inf) beyond the configured patience
   kDistributed = 8,   // a rank failed or a collective timed out
+  kRequeued = 75,     // stopped by train.requeue_signal: checkpoint written, job requeued
+                      // (EX_TEMPFAIL of sysexits.h, "try again later")
   kInterrupted = 130  // Ctrl-C; a resumable checkpoint was written
 };
 

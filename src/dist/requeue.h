@@ -5,12 +5,13 @@
 
 #include <string>
 
+#include "common/errors.h"
+
 namespace detrain::dist {
 
 // The exit code of a run stopped by train.requeue_signal (a resumable checkpoint was written and,
-// under Slurm, the job requeued): 75, EX_TEMPFAIL of sysexits.h, "try again later". Beside the
-// other codes of common/errors.h' ExitCode, which a later change may move it into.
-constexpr int kRequeuedExitCode = 75;
+// under Slurm, the job requeued): ExitCode::kRequeued, 75.
+constexpr int kRequeuedExitCode = static_cast<int>(ExitCode::kRequeued);
 
 // The signal number of a train.requeue_signal value ("SIGUSR1", "SIGUSR2"); 0 for "none".
 int requeue_signal_number(const std::string& name);

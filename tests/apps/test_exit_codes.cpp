@@ -57,6 +57,7 @@ constexpr ExitCodeRow kExitCodeRows[] = {
     {ExitCode::kModel, "bad model"},
     {ExitCode::kNumeric, "training diverged"},
     {ExitCode::kDistributed, "a distributed rank failed"},
+    {ExitCode::kRequeued, "requeued"},
     {ExitCode::kInterrupted, "interrupted"},
 };
 
@@ -141,6 +142,13 @@ TEST_CASE("every exit code of the README's table, from the executable",
          // Rank 0 of two, alone: rank 1 never joins within the 3 s timeout.
          return Trigger{"train" + train_args("alone") + " train.dist_timeout_s=3", "rank 0"};
        }},
+      {75,
+       [&] {
+         // Two local ranks; rank 0 sends the requeue signal to the launcher at its first
+         // iteration, which forwards it to both (no SLURM_JOB_ID: nothing to requeue).
+         return Trigger{"train --nproc 2 --fault-requeue 0:1" + train_args("requeued"),
+                        "stopped for a requeue"};
+       }},
       {130,
        [&] {
          return Trigger{"train --max-iterations 1" + train_args("stopped"),
@@ -162,7 +170,7 @@ TEST_CASE("every exit code of the README's table, from the executable",
     INFO("detrain " << t.args << "\n" << r.output);
     CHECK(r.exit_code == code);
     CHECK(r.output.find(t.says) != std::string::npos);
-    if (code != 0 && code != 130) {
+    if (code != 0 && code != 75 && code != 130) {
       // One line on stderr says what went wrong (the training rows log before it).
       const size_t at = r.output.rfind("detrain: error: ");
       REQUIRE(at != std::string::npos);

@@ -121,7 +121,9 @@ TEST_CASE("predict refuses what it cannot honour, saying why", "[smoke][cli][pre
            {"predict -w best.pt source=photos stream_buffer=True", config, "video"},
            {"predict -w best.pt source=photos save_crop=True", config, "not supported yet"},
            {"predict -w best.pt source=photos half=True", config, "did you mean `quantize`?"},
-           {"train resume=True", config, "detrain train --resume RUN_DIR"},
+           // (resume=True is train.resume=auto; a path is --resume's, said so.)
+           {"train resume=runs/train/weights/last.pt", config,
+            "detrain train --resume runs/train/weights/last.pt"},
        }) {
     const auto r = run_detrain(c.args, dir.path());
     INFO(c.args << "\n" << r.output);
