@@ -293,7 +293,8 @@ class Reader {
     int64_t index = 0;
     for (const char* section : {"backbone", "head"}) {
       out += std::string(section) + ":\n";
-      for (const Value* row : yaml.get(section)->items) out += "  - " + row_text(row, index++) + "\n";
+      for (const Value* row : yaml.get(section)->items)
+        out += "  - " + row_text(row, index++) + "\n";
     }
     return out;
   }
@@ -309,7 +310,8 @@ class Reader {
     if (!c3k2) return flow(row);
     const std::string prefix = "model." + std::to_string(index) + ".m.0.";
     bool holds_c3k = false;
-    for (const auto& entry : file_.state) holds_c3k = holds_c3k || entry.first.rfind(prefix + "cv3.", 0) == 0;
+    for (const auto& entry : file_.state)
+      holds_c3k = holds_c3k || entry.first.rfind(prefix + "cv3.", 0) == 0;
     if (!holds_c3k) return flow(row);  // Bottlenecks (or an attention block): the dict says so
     std::vector<std::string> args;
     for (const Value* a : row->items[3]->items) args.push_back(flow(a));

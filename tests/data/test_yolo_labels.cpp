@@ -480,7 +480,8 @@ TEST_CASE("Ultralytics data YAMLs", "[unit][data][yolo_labels]") {
   // A val folder that is not there is bad data (exit 4, as a missing image folder), not a bad key.
   CHECK_THROWS_MATCHES(y.read("train: images/train\nval: images/nope\nnames: [a]\n"), DataError,
                        Catch::Matchers::Predicate<DataError>([&](const DataError& e) {
-                         return std::string(e.what()).rfind(y.dir.file("d.yaml") + ": 'val'", 0) == 0;
+                         return std::string(e.what()).rfind(y.dir.file("d.yaml") + ": 'val'", 0) ==
+                                0;
                        }));
   fails(splits + "names: [a]\nkpt_shape: [17, 4]\n", "kpt_shape");
   fails(splits + "names: [a]\nkpt_shape: 17\n", "kpt_shape");
