@@ -6,8 +6,6 @@
 
 namespace detrain::infer {
 
-namespace {
-
 double box_iou(const std::array<double, 4>& a, const std::array<double, 4>& b) {
   const double w = std::max(0.0, std::min(a[2], b[2]) - std::max(a[0], b[0]));
   const double h = std::max(0.0, std::min(a[3], b[3]) - std::max(a[1], b[1]));
@@ -15,8 +13,6 @@ double box_iou(const std::array<double, 4>& a, const std::array<double, 4>& b) {
   const double uni = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter;
   return uni > 0 ? inter / uni : 0.0;
 }
-
-}  // namespace
 
 ConfusionMatrix::ConfusionMatrix(int64_t nc, double conf, double iou)
     : nc_(nc),

@@ -14,6 +14,9 @@
 
 namespace detrain::infer {
 
+// IoU of two xyxy boxes in double precision; 0 when both have no area.
+double box_iou(const std::array<double, 4>& a, const std::array<double, 4>& b);
+
 class ConfusionMatrix {
  public:
   // `nc` classes plus the background row and column; `conf` the validation's threshold.

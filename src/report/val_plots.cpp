@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "infer/confusion_matrix.h"
 #include "infer/postprocess.h"
 #include "report/batch_plots.h"
 
@@ -27,14 +28,6 @@ struct Instances {  // one image's boxes (original pixels)
   std::vector<double> scores;     // detections only
   std::vector<double> keypoints;  // [N, K, 3]
 };
-
-double box_iou(const std::array<double, 4>& a, const std::array<double, 4>& b) {
-  const double w = std::max(0.0, std::min(a[2], b[2]) - std::max(a[0], b[0]));
-  const double h = std::max(0.0, std::min(a[3], b[3]) - std::max(a[1], b[1]));
-  const double inter = w * h;
-  const double uni = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter;
-  return uni > 0 ? inter / uni : 0.0;
-}
 
 // The reference's kpt_iou: truths' labelled keypoints, area = 0.53 * box area.
 double keypoint_oks(const Instances& gt, size_t i, const Instances& det, size_t j,
@@ -217,7 +210,7 @@ void ValPlots::add(int64_t batch_index, const infer::ValBatch& batch,
         into.tp.push_back(j < m.size() && m[j] >= 0);
       }
     };
-    pool(box_, [&](size_t g, size_t j) { return box_iou(gt.boxes[g], det.boxes[j]); });
+    pool(box_, [&](size_t g, size_t j) { return infer::box_iou(gt.boxes[g], det.boxes[j]); });
     if (dataset_.has_keypoints() && !det.keypoints.empty() && !gt.keypoints.empty())
       pool(pose_,
            [&](size_t g, size_t j) { return keypoint_oks(gt, g, det, j, dataset_.oks_sigmas); });
