@@ -172,7 +172,8 @@ Kind add_step(CLI::App& parent) {
   app->add_option("--warmup", o->warmup, "iterations excluded first (default 3)")
       ->check(CLI::Range(0, 1000));
   app->add_option("--precision", lists->first,
-                  "comma list of fp32, bf16, bf16-always (default fp32,bf16)");
+                  "comma list of fp32, bf16, bf16-always, auto (what train chooses here; default "
+                  "fp32,bf16)");
   app->add_option("--nproc", lists->second,
                   "comma list of rank counts, e.g. 1,2 (data.batch = --batch is the global "
                   "batch; N > 1 runs detrain train --nproc N)");

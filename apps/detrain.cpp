@@ -27,7 +27,7 @@ std::string describe_libtorch_error(const std::exception& e) {
 
 int main(int argc, char** argv) {
   using namespace detrain;
-  reexec_with_passive_openmp_wait(argc > 1 ? argv[1] : nullptr, argv);
+  reexec_with_chosen_openmp_wait(argc > 1 ? argv[1] : nullptr, argv);
   keep_freed_memory_for_reuse();
   // Under a file-size limit (ulimit -f) a write past it fails with EFBIG, reported like a full
   // disk (exit 5, temporary removed), instead of SIGXFSZ killing the process mid-write.

@@ -39,7 +39,7 @@ foreach(name IN LISTS all_names)
   string(REGEX REPLACE "[^A-Za-z0-9_]" "\\\\\\0" spec "${name}")
   string(APPEND script "add_test([==[${name}]==] \"${EXE}\" [==[${spec}]==])\n")
   string(REPLACE ";" "\\;" label_text "${labels}")
-  # Passive OpenMP waits, as the detrain binary sets for itself: ctest runs two cases at once on
+  # Passive OpenMP waits, as the detrain binary chooses on busy cores: ctest runs two cases at once on
   # two cores, and spinning threads made training cases several times slower. Caches of the
   # shared data (records, decoded images) go to the build tree, never into ../shared/data.
   string(APPEND script "set_tests_properties([==[${name}]==] PROPERTIES LABELS \"${label_text}\" WORKING_DIRECTORY [==[${WORKDIR}]==] SKIP_RETURN_CODE 4 ENVIRONMENT \"DETRAIN_CTEST=1;OMP_WAIT_POLICY=PASSIVE;DETRAIN_CACHE_DIR=${WORKDIR}/test-caches\")\n")

@@ -20,7 +20,7 @@ std::string torch_executable() {
 
 int hand_off_to_torch(const std::string& command, char** argv) {
   const std::string exe = torch_executable();
-  set_passive_openmp_wait_for(command.c_str());
+  choose_openmp_wait_for(command.c_str());
   execv(exe.c_str(), argv);  // returns only on failure
   const int error = errno;
   return report(ExitCode::kIo, "`detrain " + command + "` runs in " + exe +

@@ -4,7 +4,10 @@
 #include <spdlog/fmt/fmt.h>
 
 #include "bench/abba.h"
+#include "common/cores.h"
+#include "common/cpu_features.h"
 #include "common/errors.h"
+#include "common/openmp_wait.h"
 #include "common/progress.h"
 #include "common/scratch_dir.h"
 #include "common/subprocess.h"
@@ -24,6 +27,7 @@ struct StepResult {
   Timing timing;
   double data_wait_share = 0, images_per_s = 0;
   int64_t steps = 0;
+  int64_t threads = 0;  // LibTorch intra-op threads of the run (runtime.threads; 0 = every core)
 };
 
 // The overrides that make a run of `precision` a short, quiet measurement in `project`.
@@ -108,6 +112,8 @@ StepResult measure(const StepBenchOptions& o, const std::string& precision, int6
   r.nproc = nproc;
   r.runs_as = model::precision_name(runs_as);
   r.steps = static_cast<int64_t>(ms.size());
+  const int64_t threads = resolved.experiment.runtime.threads;
+  r.threads = threads > 0 ? threads : usable_cores();
   r.timing = summarize(ms);
   r.data_wait_share = total_ms > 0 ? wait_ms / total_ms : 0;
   r.images_per_s = total_ms > 0 ? 1e3 * static_cast<double>(o.batch * r.steps) / total_ms : 0;
@@ -127,6 +133,14 @@ Report bench_step(const StepBenchOptions& options) {
                     {"median ms", "median_ms"}, {"min ms", "min_ms"},
                     {"max ms", "max_ms"},       {"data wait %", "data_wait_share"},
                     {"img/s", "images_per_s"}};
+  // What every row ran with (the children inherit the environment that chose the wait policy).
+  const std::string isa = cpu_isa_name(cpu_features());
+  const std::string openmp = openmp_wait_in_effect();
+  report.columns.push_back({"", "isa"});
+  report.columns.push_back({"threads", "threads"});
+  report.columns.push_back({"", "openmp_wait"});
+  report.notes.push_back(fmt::format("CPU: {}, {}", cpu_model_name(), isa));
+  report.notes.push_back("OpenMP wait: " + openmp);
   for (const int64_t nproc : options.nprocs)
     for (const std::string& precision : options.precisions) {
       const StepResult r = measure(options, precision, nproc, scratch);
@@ -138,7 +152,10 @@ Report bench_step(const StepBenchOptions& options) {
                              number(r.timing.min_ms, 1),
                              number(r.timing.max_ms, 1),
                              {r.data_wait_share, fixed(100 * r.data_wait_share, 1)},
-                             number(r.images_per_s, 2)});
+                             number(r.images_per_s, 2),
+                             label(isa),
+                             integer(r.threads),
+                             label(openmp)});
     }
   return report;
 }

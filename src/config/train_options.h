@@ -21,7 +21,7 @@ struct TrainOptions {
   double clip_grad_norm = 10.0;
   double ema_decay = 0.9999;
   double ema_tau = 2000.0;
-  std::string precision = "bf16";
+  std::string precision = "auto";
   int64_t max_bad_steps = 10;
   int64_t save_period_steps = 0;
   int64_t save_period = 0;
@@ -68,9 +68,10 @@ struct TrainOptions {
       Constraint::range(0, 1));
     v("ema_tau", ema_tau, "EMA ramp length in optimizer updates", Constraint::range(1, 1e9));
     v("precision", precision,
-      "bf16 autocast (fp32 master weights; fp32 on a CPU without fast bf16 convolutions), "
-      "bf16-always (bf16 even there, for measurements) or fp32",
-      Constraint::one_of({"bf16", "bf16-always", "fp32"}));
+      "auto (bf16 autocast where it was measured faster: CUDA, and CPUs with AVX2 or better that "
+      "are not busy with other work at start; else fp32), bf16 (fp32 on a CPU without fast bf16 "
+      "convolutions), bf16-always (bf16 even there, for measurements) or fp32",
+      Constraint::one_of({"auto", "bf16", "bf16-always", "fp32"}));
     v("max_bad_steps", max_bad_steps,
       "on divergence (non-finite or collapsed loss) roll back and halve the learning rate up to "
       "this many times, then stop",

@@ -150,8 +150,8 @@ const Arg kArgs[] = {
      "else start one), False -> restarts (the default); a checkpoint: detrain train --resume "
      "RUN_DIR (runs/train, or its weights/last.ckpt)"},
     {"amp", "True", Value::kAmp, "train.precision", kTV,
-     "True and bf16 -> bf16 (detrain's mixed precision is BF16 autocast), False and fp32 -> "
-     "fp32; fp16 is not supported; val runs inference with it too",
+     "True -> auto (BF16 autocast where it was measured faster, as the reference's AMP check "
+     "decides for FP16), bf16 -> bf16, False and fp32 -> fp32; fp16 is not supported",
      nullptr, 0,
      "detrain predict runs in fp32, as yolo predict does (train.precision=bf16-always: BF16); "
      "detrain export --half writes float16 ONNX"},
@@ -486,7 +486,8 @@ std::string translate_value(const Arg& a, const std::string& raw, unsigned comma
     case Value::kAmp: {
       const std::optional<bool> b = as_bool(raw);
       const std::string l = lower(raw);
-      if ((b && *b) || l == "bf16") return "bf16";
+      if (b && *b) return "auto";
+      if (l == "bf16") return "bf16";
       if ((b && !*b) || l == "fp32") return "fp32";
       if (l == "fp16")
         throw ConfigError(q +

@@ -1,7 +1,9 @@
 // The numeric precision a model's forward pass runs in (training, validation, predict): the BF16
 // autocast scope around it (CPU and CUDA alike; master weights, loss and optimizer stay fp32).
 // Differs from the reference: BF16 instead of FP16 + GradScaler (no loss scaling needed), and
-// BF16 falls back to fp32 on CPUs where it was not measured fast (x86 without AVX2).
+// the default (auto) picks fp32 where BF16 was measured slower: x86 CPUs without AVX2, and CPUs
+// already busy with other work when the run starts
+// (docs/perf/2026-12-07-openmp-wait-and-precision.md).
 #pragma once
 
 #include <torch/torch.h>
@@ -9,21 +11,41 @@
 #include <optional>
 #include <string>
 
+#include "common/cpu_features.h"
+#include "common/machine_load.h"
 #include "compat/torch_compat.h"
 
 namespace detrain::model {
 
-// kBf16Always: BF16 even on a CPU where it is slow (to measure that); never an effective one.
-enum class Precision { kFp32, kBf16, kBf16Always };
+// kBf16Always: BF16 even on a CPU where it is slow (to measure that); kAuto: the rule below.
+// Neither is ever an effective precision.
+enum class Precision { kFp32, kBf16, kBf16Always, kAuto };
 
-// "bf16" | "bf16-always" | "fp32" (train.precision); throws ConfigError otherwise.
+// "auto" | "bf16" | "bf16-always" | "fp32" (train.precision); throws ConfigError otherwise.
 Precision parse_precision(const std::string& text);
 const char* precision_name(Precision precision);
 
-// The precision a run uses on `device`: `requested`, except that kBf16 becomes kFp32 on a CPU
-// where BF16 was not measured fast (compat::cpu_has_fast_bf16_conv: x86 without AVX2), and
-// kBf16Always becomes kBf16. Logs one warning line when
-// it falls back.
+// What train.precision=auto decides from (a plain struct, so tests can pose any machine).
+struct AutoPrecisionInputs {
+  bool cuda = false;
+  CpuFeatures cpu;
+  std::optional<MachineLoad> load;  // when the run started; nullopt: unknown
+  int threads = 1;                  // LibTorch's intra-op threads
+  bool distributed = false;  // ranks started apart would sample different loads: not used then
+};
+struct PrecisionChoice {
+  Precision precision = Precision::kBf16;
+  std::string reason;  // for the log line: "AVX512-BF16 CPU, idle: 0.1 other runnable ..."
+};
+// BF16 on CUDA and on CPUs with AVX2 or better (measured 0.67-0.91x fp32's step there); fp32 on
+// x86 without AVX2 and on a CPU whose idle cores cannot hold our threads (BF16 measured
+// 1.3-1.5x fp32's step beside other work, where its extra parallel regions wait longer).
+PrecisionChoice choose_auto_precision(const AutoPrecisionInputs& inputs);
+
+// The precision a run uses on `device`: `requested`, except that kAuto follows
+// choose_auto_precision for this machine (one info line saying what it chose and why), kBf16
+// becomes kFp32 on a CPU without fast BF16 convolutions (compat::cpu_has_fast_bf16_conv: x86
+// without AVX2, with a warning) and kBf16Always becomes kBf16.
 Precision effective_precision(Precision requested, const torch::Device& device);
 
 // Autocast for the model's forward pass on `device`'s type while alive: BF16 when `precision`

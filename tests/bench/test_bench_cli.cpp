@@ -28,6 +28,33 @@ TEST_CASE("bench model prints the same stages as a table and as JSON", "[smoke][
   CHECK_THAT(table.output, Catch::Contains("  stage ") && Catch::Contains("median ms"));
 }
 
+// --precision auto times what `train` would choose here, and every row names what it ran with:
+// the CPU's ISA, the threads and the OpenMP wait policy (ctest sets OMP_WAIT_POLICY=PASSIVE,
+// which must be reported as the user's).
+TEST_CASE("bench step runs precision auto and says what it ran with", "[smoke][bench]") {
+  const std::string args =
+      "bench step -m models/yolo26.yaml --data data/coco-mini.yaml --imgsz 64 --batch 2 "
+      "--steps 1 --warmup 0 --precision auto runtime.threads=1";
+  const auto json = run_detrain(args + " --json");
+  INFO(json.output);
+  REQUIRE(json.exit_code == 0);
+  // The JSON array follows whatever the trainer logged (2>&1).
+  const size_t at = json.output.find("[\n  {");
+  REQUIRE(at != std::string::npos);
+  const auto rows = nlohmann::json::parse(json.output.substr(at));
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["precision"] == "auto");
+  const std::string runs_as = rows[0]["runs_as"];
+  CHECK((runs_as == "bf16" || runs_as == "fp32"));
+  CHECK(rows[0]["threads"] == 1);
+  CHECK(!rows[0]["isa"].get<std::string>().empty());
+  CHECK(rows[0]["openmp_wait"] == "OMP_WAIT_POLICY=PASSIVE (set by you)");
+  const auto table = run_detrain(args);
+  REQUIRE(table.exit_code == 0);
+  CHECK_THAT(table.output, Catch::Contains("OpenMP wait: OMP_WAIT_POLICY=PASSIVE (set by you)") &&
+                               Catch::Contains("CPU: "));
+}
+
 TEST_CASE("bench step names the log of a failed multi-rank run", "[smoke][bench]") {
   const auto r = run_detrain(
       "bench step --data data/missing.yaml --steps 1 --warmup 0 --precision fp32 --nproc 2");

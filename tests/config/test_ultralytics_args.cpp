@@ -169,7 +169,7 @@ TEST_CASE("Ultralytics value spellings", "[unit][config][ultralytics_args]") {
     CHECK(contains(error_of([] { one("cache=gpu"); }), "ram or disk"));
   }
   SECTION("amp") {
-    CHECK(one("amp=True") == "train.precision=bf16");
+    CHECK(one("amp=True") == "train.precision=auto");
     CHECK(one("amp=bf16") == "train.precision=bf16");
     CHECK(one("amp=False") == "train.precision=fp32");
     CHECK(one("amp=fp32", "val") == "train.precision=fp32");

@@ -1,4 +1,5 @@
-// Precision scope (BF16 autocast on CPU) and the BF16 fallback on CPUs without AVX2.
+// Precision scope (BF16 autocast on CPU), the BF16 fallback on CPUs without AVX2 and the
+// train.precision=auto rule.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <fstream>
@@ -59,4 +60,44 @@ TEST_CASE("bf16 falls back to fp32 only on an x86 CPU without AVX2", "[unit][tra
   const bool avx2 = flags.count("avx2") > 0;
   INFO("/proc/cpuinfo avx2: " << avx2);
   CHECK(compat::cpu_has_fast_bf16_conv() == avx2);
+}
+
+// train.precision=auto on posed machines: the rule's inputs are plain values, so the verdicts
+// hold whatever CPU and load the test machine has.
+TEST_CASE("precision auto: bf16 where measured faster, fp32 on a busy or old CPU",
+          "[unit][train]") {
+  CHECK(parse_precision("auto") == Precision::kAuto);
+  CHECK(std::string(precision_name(Precision::kAuto)) == "auto");
+  CpuFeatures zen4;
+  zen4.x86 = zen4.avx2 = zen4.avx512 = zen4.avx512_bf16 = true;
+  AutoPrecisionInputs in;
+  in.cpu = zen4;
+  in.threads = 2;
+  in.load = MachineLoad{0.1, 2};
+  PrecisionChoice c = choose_auto_precision(in);
+  CHECK(c.precision == Precision::kBf16);
+  CHECK(c.reason.find("AVX512-BF16 CPU, idle at start") != std::string::npos);
+  // A second process computing on both cores: fp32, and the log says why.
+  in.load = MachineLoad{2.0, 2};
+  c = choose_auto_precision(in);
+  CHECK(c.precision == Precision::kFp32);
+  CHECK(c.reason.find("busy with other work") != std::string::npos);
+  // The same neighbour on a 16-CPU machine leaves room for 2 threads.
+  in.load = MachineLoad{2.0, 16};
+  CHECK(choose_auto_precision(in).precision == Precision::kBf16);
+  // Ranks ignore the load (each would see the others starting); CUDA is always bf16.
+  in.load = MachineLoad{2.0, 2};
+  in.distributed = true;
+  CHECK(choose_auto_precision(in).precision == Precision::kBf16);
+  in.distributed = false;
+  in.cuda = true;
+  CHECK(choose_auto_precision(in).precision == Precision::kBf16);
+  // x86 without AVX2: fp32 whatever the load.
+  in.cuda = false;
+  in.cpu = CpuFeatures{};
+  in.cpu.x86 = true;
+  in.load = MachineLoad{0, 8};
+  c = choose_auto_precision(in);
+  CHECK(c.precision == Precision::kFp32);
+  CHECK(c.reason.find("x86 without AVX2") != std::string::npos);
 }

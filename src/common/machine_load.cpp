@@ -1,0 +1,75 @@
+// Start-time machine load; see machine_load.h.
+#include "common/machine_load.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+namespace detrain {
+
+namespace {
+
+constexpr const char* kEnvironment = "DETRAIN_MACHINE_LOAD";
+
+std::optional<int> procs_running() {
+  std::ifstream stat("/proc/stat");
+  std::string key;
+  long long value = 0;
+  while (stat >> key) {
+    if (key == "procs_running" && stat >> value) return static_cast<int>(value);
+    stat.ignore(1 << 16, '\n');
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<MachineLoad> sample_machine_load(int samples, int interval_ms) {
+  double sum = 0;
+  for (int i = 0; i < samples; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
+    const std::optional<int> running = procs_running();
+    if (!running) return std::nullopt;
+    sum += *running - 1;  // this thread, reading
+  }
+  MachineLoad load;
+  load.other_runnable = samples > 0 ? sum / samples : 0;
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  load.online_cpus = cpus > 0 ? static_cast<int>(cpus) : 1;
+  return load;
+}
+
+bool machine_is_busy(const MachineLoad& load, int threads) {
+  return load.online_cpus - load.other_runnable < threads - 0.5;
+}
+
+std::string format_machine_load(const MachineLoad& load) {
+  char text[96];
+  std::snprintf(text, sizeof text, "%.1f other runnable threads on %d CPUs", load.other_runnable,
+                load.online_cpus);
+  return text;
+}
+
+std::optional<MachineLoad> parse_machine_load(const std::string& text) {
+  MachineLoad load;
+  int consumed = 0;
+  if (std::sscanf(text.c_str(), "%lf other runnable threads on %d CPUs%n", &load.other_runnable,
+                  &load.online_cpus, &consumed) != 2 ||
+      consumed != static_cast<int>(text.size()) || load.other_runnable < 0 || load.online_cpus < 1)
+    return std::nullopt;
+  return load;
+}
+
+std::optional<MachineLoad> startup_machine_load() {
+  if (const char* handed = std::getenv(kEnvironment))
+    if (auto load = parse_machine_load(handed)) return load;
+  const std::optional<MachineLoad> load = sample_machine_load();
+  if (load) setenv(kEnvironment, format_machine_load(*load).c_str(), /*overwrite=*/1);
+  return load;
+}
+
+}  // namespace detrain
