@@ -42,6 +42,9 @@ foreach(name IN LISTS all_names)
   # Passive OpenMP waits, as the detrain binary chooses on busy cores: ctest runs two cases at once on
   # two cores, and spinning threads made training cases several times slower. Caches of the
   # shared data (records, decoded images) go to the build tree, never into ../shared/data.
-  string(APPEND script "set_tests_properties([==[${name}]==] PROPERTIES LABELS \"${label_text}\" WORKING_DIRECTORY [==[${WORKDIR}]==] SKIP_RETURN_CODE 4 ENVIRONMENT \"DETRAIN_CTEST=1;OMP_WAIT_POLICY=PASSIVE;DETRAIN_CACHE_DIR=${WORKDIR}/test-caches\")\n")
+  # A posed idle machine (DETRAIN_MACHINE_LOAD) makes train.precision=auto pick BF16 in every
+  # case, whatever the other case on the cores does: two runs a test compares never differ in
+  # precision (the rule itself has its own tests).
+  string(APPEND script "set_tests_properties([==[${name}]==] PROPERTIES LABELS \"${label_text}\" WORKING_DIRECTORY [==[${WORKDIR}]==] SKIP_RETURN_CODE 4 ENVIRONMENT \"DETRAIN_CTEST=1;OMP_WAIT_POLICY=PASSIVE;DETRAIN_MACHINE_LOAD=0.0 other runnable threads on 4096 CPUs;DETRAIN_CACHE_DIR=${WORKDIR}/test-caches\")\n")
 endforeach()
 file(WRITE "${OUT}" "${script}")
