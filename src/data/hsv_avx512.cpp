@@ -12,9 +12,8 @@
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wuninitialized reports
 // wherever they inline (GCC bug 105593, fixed in GCC 13).
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
-
-#include <array>
 
 #define DETRAIN_AVX512 __attribute__((target("avx512f,avx512bw,avx512vbmi")))
 
@@ -113,7 +112,8 @@ DETRAIN_AVX512 inline __m512i lookup(const uint8_t* table, __m512i index, __mmas
   return _mm512_mask_blend_epi8(high, low_half, high_half);
 }
 
-// Bytes 0-7 (half 0) or 8-15 (half 1) of each 128-bit lane of `low` and `high` as 16-bit lanes.
+// Bytes 0-7 (half 0) or 8-15 (half 1) of each 128-bit lane as 16-bit lanes, the low byte from
+// `low`, the high byte from `high`.
 DETRAIN_AVX512 inline __m512i widen(__m512i low, __m512i high, int half) {
   return half == 0 ? _mm512_unpacklo_epi8(low, high) : _mm512_unpackhi_epi8(low, high);
 }
