@@ -9,7 +9,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <opencv2/imgproc.hpp>
 #include <thread>
 
 #include "common/atomic_file.h"
@@ -23,8 +25,10 @@
 #include "data/coco_records.h"
 #include "data/dataset.h"
 #include "data/decode.h"
+#include "data/hsv.h"
 #include "data/loader.h"
 #include "data/pipeline.h"
+#include "data/scale_warp.h"
 
 namespace detrain::bench {
 
@@ -66,8 +70,92 @@ Row decode_baseline(const Inputs& in) {
   return {"decode + resize only", 1, 1e3 / wall, wall, cpu, 1.0};
 }
 
+// One implementation of a stage, timed alone: `prepare` (untimed) then `run` on an image and
+// a scratch image.
+struct StagePass {
+  std::string name;
+  std::function<void(const cv::Mat&image, cv::Mat&scratch)> prepare, run;
+};
+
+// Each pass on every one of `images` `kRounds` times per repeat: wall and CPU ms per image, best
+// of the repeats, one row each labelled "<stage> alone, <imgsz> px: <pass>".
+std::vector<Row> time_alone(const Inputs& in, const std::string& stage,
+                            const std::vector<data::Sample>& images,
+                            const std::vector<StagePass>& passes) {
+  constexpr int kRounds = 8;
+  std::vector<Row> rows;
+  cv::Mat scratch;
+  for (const StagePass& pass : passes) {
+    double best_wall = 1e300, best_cpu = 1e300;
+    for (int r = 0; r < in.options.repeats; ++r) {
+      double wall = 0, cpu = 0, calls = 0;
+      for (int round = 0; round < kRounds; ++round)
+        for (const auto& sample : images) {
+          if (sample.image.empty()) continue;  // a batch position the split never filled
+          pass.prepare(sample.image, scratch);
+          Stopwatch watch;
+          const double cpu_start = process_cpu_ms();
+          pass.run(sample.image, scratch);
+          cpu += process_cpu_ms() - cpu_start;
+          wall += watch.millis();
+          ++calls;
+        }
+      if (calls > 0 && wall / calls < best_wall) {
+        best_wall = wall / calls;
+        best_cpu = cpu / calls;
+      }
+    }
+    if (best_wall < 1e300)
+      rows.push_back({fmt::format("  {} alone, {} px: {}", stage, in.imgsz, pass.name), 1,
+                      1e3 / best_wall, best_wall, best_cpu, 0.0});
+  }
+  return rows;
+}
+
+// The HSV pass on a copy of each image: the fused kernels this CPU runs, then OpenCV's two
+// conversions (the reference's), at the default augment.hsv_* extremes.
+std::vector<Row> hsv_alone(const Inputs& in, const std::vector<data::Sample>& images) {
+  const data::HsvTables tables = data::hsv_tables({0.015, 0.7, 0.4});
+  const auto copy = [](const cv::Mat& image, cv::Mat& scratch) { image.copyTo(scratch); };
+  std::vector<StagePass> passes;
+  for (const auto kernel : {data::HsvKernel::avx512, data::HsvKernel::avx2})
+    if (data::hsv_kernel_available(kernel))
+      passes.push_back({fmt::format("fused {}", data::hsv_kernel_name(kernel)), copy,
+                        [&tables, kernel](const cv::Mat&, cv::Mat& scratch) {
+                          data::apply_hsv_fused(scratch, tables, kernel);
+                        }});
+  passes.push_back({"OpenCV's conversions", copy, [&tables](const cv::Mat&, cv::Mat& scratch) {
+                      data::apply_hsv_with_opencv(scratch, tables);
+                    }});
+  return time_alone(in, "HSV", images, passes);
+}
+
+// A scale-and-translate warp of each image into imgsz x imgsz (scale 0.9, edge replicated, as a
+// mosaic tile is warped): warp_scaled with each column pass this CPU runs, then
+// cv::warpAffine (the reference's call; it may use OpenCV's threads: compare CPU ms).
+std::vector<Row> warp_alone(const Inputs& in, const std::vector<data::Sample>& images) {
+  const cv::Matx23d m(0.9, 0, -37.3, 0, 0.9, -11.7);
+  const cv::Size size(in.imgsz, in.imgsz);
+  const auto allocate = [size](const cv::Mat&, cv::Mat& scratch) { scratch.create(size, CV_8UC3); };
+  std::vector<StagePass> passes;
+  for (const auto& [columns, name] :
+       {std::pair{data::WarpColumns::avx512, "avx512"}, std::pair{data::WarpColumns::avx2, "avx2"},
+        std::pair{data::WarpColumns::portable, "portable"}})
+    if (data::warp_columns_available(columns))
+      passes.push_back({fmt::format("warp_scaled {}", name), allocate,
+                        [&m, columns = columns](const cv::Mat& image, cv::Mat& scratch) {
+                          data::warp_scaled(image, scratch, m, {true, data::kPadGrey}, columns);
+                        }});
+  passes.push_back({"cv::warpAffine", allocate, [&m, size](const cv::Mat& image, cv::Mat& scratch) {
+                      cv::warpAffine(image, scratch, m, size, cv::INTER_LINEAR,
+                                     cv::BORDER_REPLICATE);
+                    }});
+  return time_alone(in, "affine warp", images, passes);
+}
+
 // The transform chain alone on images decoded once into an unbounded cache (freed on return,
-// before the RSS check), then the CPU time of each of its stages.
+// before the RSS check), then the CPU time of each of its stages, and the warp and HSV passes
+// alone on the chain's last batch (what the loader hands those stages at imgsz).
 std::vector<Row> transform_chain(const Inputs& in) {
   data::ImageCache cache(0);
   data::ImageSource source(in.records, in.info.kpt_count, in.imgsz, false, &cache);
@@ -113,6 +201,8 @@ std::vector<Row> transform_chain(const Inputs& in) {
       {"collate", collate_ms}};
   for (const auto& [what, total] : stage_ms)
     rows.push_back({"  cpu: " + what, 1, 0.0, 0.0, total / static_cast<double>(in.n), 0.0});
+  for (auto& row : warp_alone(in, samples)) rows.push_back(row);
+  for (auto& row : hsv_alone(in, samples)) rows.push_back(row);
   return rows;
 }
 

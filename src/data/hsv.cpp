@@ -1,9 +1,17 @@
-// RandomHSV; see hsv.h. The lookup tables follow the reference.
+// RandomHSV; see hsv.h. The lookup tables follow the reference; the fused kernels are chosen
+// here by what the CPU and OpenCV run.
 #include "data/hsv.h"
 
 #include <algorithm>
 #include <cmath>
+#include <opencv2/core/utility.hpp>
 #include <opencv2/imgproc.hpp>
+
+#include "data/hsv_kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define DETRAIN_HSV_KERNELS 1
+#endif
 
 namespace detrain::data {
 
@@ -42,6 +50,48 @@ void apply_hsv_with_opencv(cv::Mat& bgr, const HsvTables& t) {
     }
   }
   cv::cvtColor(hsv, bgr, cv::COLOR_HSV2BGR);
+}
+
+const char* hsv_kernel_name(HsvKernel kernel) {
+  return kernel == HsvKernel::avx512 ? "avx512" : "avx2";
+}
+
+bool hsv_kernel_available(HsvKernel kernel) {
+#ifdef DETRAIN_HSV_KERNELS
+  // Both kernels reproduce OpenCV's AVX2 colour kernels, so OpenCV must run those here (it
+  // does on an AVX2 + FMA CPU unless OPENCV_CPU_DISABLE turns them off).
+  const bool opencv_avx2 = cv::checkHardwareSupport(CV_CPU_AVX2) &&
+                           cv::checkHardwareSupport(CV_CPU_FMA3) &&
+                           __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (kernel == HsvKernel::avx2) return opencv_avx2;
+  return opencv_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vbmi");
+#else
+  (void)kernel;
+  return false;
+#endif
+}
+
+bool apply_hsv_fused(cv::Mat& bgr, const HsvTables& tables, HsvKernel kernel) {
+  if (bgr.type() != CV_8UC3 || bgr.empty() || !hsv_kernel_available(kernel)) return false;
+  // OpenCV's hue bytes index [0, 180); an entry beyond has no sector in the kernels' formula.
+  if (std::any_of(tables.hue.begin(), tables.hue.begin() + 180, [](uint8_t h) { return h >= 180; }))
+    return false;
+#ifdef DETRAIN_HSV_KERNELS
+  if (kernel == HsvKernel::avx512)
+    hsv_kernels::fused_avx512(bgr, tables);
+  else
+    hsv_kernels::fused_avx2(bgr, tables);
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool apply_hsv_fused(cv::Mat& bgr, const HsvTables& tables) {
+  for (const HsvKernel kernel : {HsvKernel::avx512, HsvKernel::avx2})
+    if (hsv_kernel_available(kernel)) return apply_hsv_fused(bgr, tables, kernel);
+  return false;
 }
 
 void apply_hsv(cv::Mat& bgr, const HsvGains& g) {

@@ -1,7 +1,8 @@
 // Scale-and-translate bilinear warp; see scale_warp.h. The coordinate maths follows OpenCV's
 // warpAffine (inverse matrix in double, 10-bit steps rounded to 1/32 px); the blend is regrouped
-// (exact in integers) so the source-row half runs on 16 or 32 bytes at a time, and on a CPU
-// with AVX2 the column half takes 4 output pixels per step (two 64-bit gathers and a madd).
+// (exact in integers) so the source-row half runs on 16 or 32 bytes at a time, and the column
+// half takes 16 output values per step with AVX-512 (scale_warp_columns.h) or 4 output pixels
+// per step with AVX2 (two 64-bit gathers and a madd).
 #include "data/scale_warp.h"
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <cstring>
 #include <limits>
 #include <vector>
+
+#include "data/scale_warp_columns.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -120,14 +123,30 @@ bool cpu_has_avx2() {
 
 }  // namespace
 
+bool warp_columns_available(WarpColumns columns) {
+  switch (columns) {
+    case WarpColumns::avx512:
+      return scale_warp_columns::available();
+    case WarpColumns::avx2:
+      return cpu_has_avx2();
+    default:
+      return true;
+  }
+}
+
 bool is_scale_translate(const cv::Matx23d& m) {
   return m(0, 1) == 0 && m(1, 0) == 0 && m(0, 0) > 0 && m(1, 1) > 0;
 }
 
 void warp_scaled(const cv::Mat& src, cv::Mat& dst, const cv::Matx23d& m,
-                 const ScaleWarpBorder& border) {
+                 const ScaleWarpBorder& border, WarpColumns column_pass) {
   CV_Assert(src.type() == CV_8UC3 && dst.type() == CV_8UC3 && !src.empty());
   CV_Assert(is_scale_translate(m));
+  if (column_pass == WarpColumns::fastest)
+    column_pass = warp_columns_available(WarpColumns::avx512) ? WarpColumns::avx512
+                  : warp_columns_available(WarpColumns::avx2) ? WarpColumns::avx2
+                                                              : WarpColumns::portable;
+  CV_Assert(warp_columns_available(column_pass));
   const int out_w = dst.cols, out_h = dst.rows, src_w = src.cols, src_h = src.rows;
   // warpAffine's inversion of [a 0 c; 0 e f] with its operation order (the zero terms drop out
   // exactly): x_src = ax * x + bx, y_src = ay * y + by.
@@ -162,10 +181,14 @@ void warp_scaled(const cv::Mat& src, cv::Mat& dst, const cv::Matx23d& m,
     col0[size_t(x)] = col0[size_t(x)] < 0 ? n : 3 * (col0[size_t(x)] - lo);
     col1[size_t(x)] = col1[size_t(x)] < 0 ? n : 3 * (col1[size_t(x)] - lo);
   }
-  // The constant slot n..n+2, and one value more: the vector column pass reads 4 per pixel.
-  std::vector<uint16_t> blended(static_cast<size_t>(n) + 4,
+  // The constant slot n..n+2, one value more (the AVX2 column pass reads 4 per pixel) and a
+  // window's worth (the AVX-512 one reads 64 from a window's start).
+  std::vector<uint16_t> blended(static_cast<size_t>(n + 4 + scale_warp_columns::kWindow),
                                 static_cast<uint16_t>(kFracSize * border.value));
-  const bool avx2 = cpu_has_avx2();
+  const bool avx2 = column_pass == WarpColumns::avx2;
+  const scale_warp_columns::Plan plan = column_pass == WarpColumns::avx512
+                                            ? scale_warp_columns::plan(col0, col1, frac_x)
+                                            : scale_warp_columns::Plan{};
   std::vector<int> weights(avx2 ? columns : 0);  // (32 - f) | f << 16, the madd pairs
   for (size_t x = 0; x < weights.size(); ++x)
     weights[x] = (kFracSize - frac_x[x]) | (frac_x[x] << 16);
@@ -183,6 +206,10 @@ void warp_scaled(const cv::Mat& src, cv::Mat& dst, const cv::Matx23d& m,
                blended.data(), n);
     uint8_t* out = dst.ptr<uint8_t>(y);
     const uint16_t* v = blended.data();
+    if (column_pass == WarpColumns::avx512) {
+      scale_warp_columns::blend(plan, v, out);
+      continue;
+    }
     int x = 0;
 #ifdef DETRAIN_WARP_AVX2
     if (avx2) {

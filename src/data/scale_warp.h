@@ -19,12 +19,19 @@ struct ScaleWarpBorder {
   uint8_t value = kPadGrey;
 };
 
+// The implementations of the horizontal blend: AVX-512 BW (a window permute per 16 output
+// values, data/scale_warp_columns.h), AVX2 (two gathers per 4 pixels), portable C++; `fastest`
+// takes the first of them this CPU runs. All write the same bytes.
+enum class WarpColumns { fastest, avx512, avx2, portable };
+bool warp_columns_available(WarpColumns columns);
+
 // dst (CV_8UC3, its size is the output size; an ROI of a larger image is written in place)
 // receives src (CV_8UC3, not empty) moved by `m`, which must pass is_scale_translate.
 // OpenCV's weights are (32 - fx)(32 - fy) * 32 etc.: products, so the 4-tap sum splits into a
 // vertical blend of two source rows (vectorised) and one horizontal blend per output pixel,
 // with a single rounding at the end like OpenCV's. warpAffine's per-pixel remap is ~2x slower.
+// `columns` must be available (tests force each one).
 void warp_scaled(const cv::Mat& src, cv::Mat& dst, const cv::Matx23d& m,
-                 const ScaleWarpBorder& border);
+                 const ScaleWarpBorder& border, WarpColumns columns = WarpColumns::fastest);
 
 }  // namespace detrain::data

@@ -3,8 +3,9 @@
 // floored % and astype truncation, cv2 split / LUT / merge) with fixed gains. Tolerance: 0
 // levels. Both sides apply integer lookup tables between the same OpenCV 4.6 uint8 colour
 // conversions (Debian's python3-opencv and the C++ build share libopencv-imgproc), so any
-// difference is a different table, which is exactly what this test is for. The fused AVX2
-// pass (data/hsv_avx2.cpp) is checked against OpenCV's conversions on every colour.
+// difference is a different table, which is exactly what this test is for. Where the fused pass
+// runs, these 4 x 4 images go through it (every pixel in OpenCV's scalar remainder); its kernels
+// are checked against OpenCV's conversions on every colour in tests/data/test_hsv_kernels.cpp.
 #include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
@@ -130,38 +131,8 @@ TEST_CASE("draw_hsv draws each gain uniformly in [-gain, gain]", "[unit][data]")
   CHECK(draw_hsv(rng, 0, 0, 0).h == 0);  // zero gain: no shift at all
 }
 
-TEST_CASE("the fused HSV pass equals OpenCV's two conversions on all 2^24 colours",
+TEST_CASE("apply_hsv equals OpenCV's conversions on a 32 px wide image and region",
           "[unit][data]") {
-  // Every BGR colour once, 4096 x 4096 (a multiple of 32 wide: the fused pass applies). The
-  // gains: hsv_reference.py's four, the default gains' extremes, and tiny ones. Tolerance: 0
-  // levels (the pass reproduces OpenCV's arithmetic, so any difference is a bug).
-  cv::Mat all(4096, 4096, CV_8UC3);
-  for (int i = 0; i < (1 << 24); ++i) {
-    uint8_t* p = all.data + 3 * static_cast<size_t>(i);
-    p[0] = static_cast<uint8_t>(i & 255);
-    p[1] = static_cast<uint8_t>((i >> 8) & 255);
-    p[2] = static_cast<uint8_t>(i >> 16);
-  }
-  std::vector<HsvGains> gains;
-  for (const auto& c : kCases) gains.push_back(c.gains);
-  gains.push_back({0.015, -0.7, 0.4});
-  gains.push_back({-0.015, 0.7, 0.4});
-  gains.push_back({1e-9, 1e-9, -1e-9});
-  cv::Mat probe = all(cv::Rect(0, 0, 32, 1)).clone();
-  if (!apply_hsv_fused(probe, hsv_tables(gains[0]))) {
-    WARN("this CPU has no AVX2 + FMA: apply_hsv always takes OpenCV's conversions here");
-    return;
-  }
-  for (const auto& g : gains) {
-    INFO("gains (" << g.h << ", " << g.s << ", " << g.v << ")");
-    cv::Mat expected = all.clone(), fused = all.clone();
-    apply_hsv_with_opencv(expected, hsv_tables(g));
-    REQUIRE(apply_hsv_fused(fused, hsv_tables(g)));
-    CHECK(cv::countNonZero(cv::Mat(expected != fused).reshape(1)) == 0);
-  }
-}
-
-TEST_CASE("apply_hsv equals OpenCV's conversions on images the fused pass takes", "[unit][data]") {
   // hsv_reference.py's 16 pixels repeated across a 32 x 4 image, and the same inside a larger
   // image (a region of interest: rows not contiguous). The expectation is OpenCV's own result
   // on the same image, not the printed values above: OpenCV computes a row's 32-pixel blocks
