@@ -107,15 +107,24 @@ TEST_CASE("bench loader reports every worker count and a decode baseline", "[smo
   const auto json = nlohmann::json::parse(r.output.substr(r.output.find('{')));
   std::set<int64_t> loader_workers;
   bool decode = false;
+  std::set<std::string> alone;  // the stages timed alone, one row per implementation
   for (const auto& row : json["rows"]) {
     CHECK(row["cpu_ms_per_sample"].get<double>() >= 0);
     if (row["stage"] == "decode + resize only") decode = true;
+    const auto stage = row["stage"].get<std::string>();
+    if (stage.find(" alone, 128 px: ") != std::string::npos) {
+      alone.insert(stage.substr(stage.find(": ") + 2));
+      CHECK(row["ms_per_sample_per_worker"].get<double>() > 0);
+    }
     if (row["stage"] == "full chain + collate (loader)") {
       loader_workers.insert(row["workers"].get<int64_t>());
       CHECK(row["samples_per_s"].get<double>() > 0);
     }
   }
   CHECK(decode);
+  CHECK(alone.count("OpenCV's conversions") == 1);  // HSV, the reference's way
+  CHECK(alone.count("cv::warpAffine") == 1);        // the warp, the reference's call
+  CHECK(alone.count("warp_scaled portable") == 1);  // runs on every CPU
   CHECK(loader_workers == std::set<int64_t>{0, 2});
   CHECK(json["rss_bytes_per_epoch"].size() == 2);
 }
