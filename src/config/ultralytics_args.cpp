@@ -190,12 +190,13 @@ const Arg kArgs[] = {
     {"dnn", "False", Value::kUnsupported, nullptr, 0, "OpenCV DNN inference is not supported"},
     {"plots", "True", Value::kBool, "train.plots", kTrain, "", nullptr, 0,
      "detrain val draws them with --plots"},
-    {"nms", "None", Value::kNms, "val.nms", kTV,
-     "None and True -> true (NMS on the one-to-many branch, Ultralytics' validation default), "
-     "False -> false (the NMS-free one-to-one head)",
+    {"nms", "None", Value::kNms, "val.nms", kTVP,
+     "None and True -> true (NMS on the one-to-many branch, Ultralytics' default for val and "
+     "predict), False -> false (the NMS-free one-to-one head)",
      nullptr, 0,
-     "detrain predict and export always use the NMS-free head of end-to-end models (NMS for "
-     "the others)"},
+     "detrain export always writes the NMS-free one-to-one head of end-to-end models, an output "
+     "that needs no NMS after it (8.4.190 writes it with nms=False; its default is the "
+     "one-to-many branch for NMS)"},
     {"source", "None", Value::kText, nullptr, 0,
      "an image, a folder or a quoted pattern (\"dir/*.jpg\"); videos, streams, URLs and "
      "screenshots are not supported",

@@ -35,9 +35,9 @@ struct ValOptions {
       "predict always keeps the best class, as the reference's predictor");
     v("agnostic_nms", agnostic_nms, "NMS suppresses overlapping boxes across classes");
     v("nms", nms,
-      "end-to-end models (YOLO26): true scores the one-to-many branch after NMS (Ultralytics "
-      "8.4.190's validation default), false the NMS-free one-to-one top-k (what predict and "
-      "export run); models without a one-to-one branch always use NMS");
+      "end-to-end models (YOLO26) in val and predict: true runs the one-to-many branch and NMS "
+      "(Ultralytics 8.4.190's default), false the NMS-free one-to-one top-k (what export "
+      "writes); models without a one-to-one branch always use NMS");
     v("predict_conf", predict_conf, "confidence threshold of `detrain predict`",
       Constraint::range(0, 1));
   }

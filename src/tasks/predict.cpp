@@ -86,6 +86,13 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
   // autocast moves mid-range scores by about 0.02. train.precision=bf16-always asks for it.
   const bool bf16 = model::parse_precision(x.train.precision) == model::Precision::kBf16Always;
   const infer::NmsOptions nms = infer::nms_options(x.val, /*predict=*/true);
+  // End-to-end models (YOLO26) predict with their one-to-many branch and NMS unless val.nms is
+  // false (nms=False), as 8.4.190's predictor does (AutoBackend's end2end = args.nms is False).
+  const bool one2one = !x.val.nms;
+  if (model.head()->options().end2end)
+    spdlog::info("end-to-end model: {}", one2one ? "the NMS-free one-to-one head (val.nms=false)"
+                                                 : "the one-to-many branch and NMS (val.nms=true; "
+                                                   "nms=False runs the NMS-free head)");
   const int stride = static_cast<int>(model.max_stride());
   // Drawn as the reference's Results.plot: every detection NMS kept, no file-name stamp.
   report::MosaicStyle style;
@@ -140,7 +147,7 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
             .permute({0, 3, 1, 2})
             .contiguous();  // [1, 3, H, W]
     const std::vector<infer::ImageDetections> dets =
-        infer::detect_batch(model, batch, nms, /*one2one=*/true, bf16, device);
+        infer::detect_batch(model, batch, nms, one2one, bf16, device);
     const infer::ImageDetections original = infer::to_original_pixels(dets[0], input.frame);
     for (auto& r : infer::to_coco_records(original, image_id, info.coco_ids))
       results.push_back(std::move(r));

@@ -1,10 +1,12 @@
 // `detrain predict`: runs a model on images (a file, a directory or a pattern), one at a time
 // with the reference's predict letterbox (data/predict_letterbox.h) and postprocess (NMS with
 // the best class per box, as the reference's predictor; fp32 unless train.precision is
-// bf16-always), and writes each image with its detections drawn plus the
-// detections as COCO results (predictions.json) and the image list (images.json) that gives
-// each result's image_id its file. Nothing already in the output folder is overwritten: a taken
-// name gets the first free "_2", "_3", ... suffix (the two JSON files share theirs).
+// bf16-always; end-to-end models through their one-to-many branch and NMS, or their NMS-free
+// one-to-one head when val.nms is false, as 8.4.190 with nms=False), and writes each image with its
+// detections drawn plus the detections as COCO results (predictions.json) and the image list
+// (images.json) that gives each result's image_id its file. Nothing already in the output folder is
+// overwritten: a taken name gets the first free "_2", "_3", ... suffix (the two JSON files share
+// theirs).
 #pragma once
 
 #include <string>

@@ -203,6 +203,13 @@ TEST_CASE("Ultralytics value spellings", "[unit][config][ultralytics_args]") {
     CHECK(one("name='exp'") == "train.name=exp");
     CHECK(one("nms=False", "val") == "val.nms=false");
     CHECK(one("nms=None", "val") == "val.nms=true");
+    // predict reads it too (8.4.190's predictor: end2end = args.nms is False); export does not.
+    CHECK(one("nms=False", "predict") == "val.nms=false");
+    CHECK(one("nms=True", "predict") == "val.nms=true");
+    const std::string export_nms = error_of([] { one("nms=False", "export"); });
+    CHECK(contains(export_nms,
+                   "`nms` (Ultralytics) changes nothing in `detrain export` (it applies to train, "
+                   "val, predict): detrain export always writes the NMS-free one-to-one head"));
   }
   SECTION("conf follows the command, as Ultralytics' per-mode defaults") {
     CHECK(one("conf=0.1") == "val.conf=0.1");  // the validation during training
