@@ -51,11 +51,14 @@ StepResult TrainStep::run(const data::Batch& batch, int64_t epoch, int64_t iter,
     result.problem = fmt::format("{} at epoch {} iteration {}", *bad, epoch + 1, iter);
     return result;
   }
-  l.total.backward();
-
   const int64_t ni = epoch * position.batches_per_epoch + iter;
-  if (optim::TrainSchedule::optimizer_step_due(ni, position.last_step_ni, hyper.accumulate)) {
-    world_.average_gradients(parts_.trainable);
+  const bool step_due =
+      optim::TrainSchedule::optimizer_step_due(ni, position.last_step_ni, hyper.accumulate);
+  // The micro-batch that ends an accumulation all-reduces its gradients while backward runs;
+  // the ones before it accumulate locally.
+  world_.backward(l.total, parts_.trainable, step_due);
+
+  if (step_due) {
     const optim::GradNorm gn = optim::clip_grad_norm(parts_.trainable, options_.clip_grad_norm);
     if (!gn.finite) {
       result.problem =
