@@ -11,8 +11,11 @@
 #include <thread>
 
 #include "common/errors.h"
+#include "common/paths.h"
+#include "config/config.h"
 #include "dist/distributed.h"
 #include "dist/grad_reducer.h"
+#include "model/yolo_model.h"
 #include "test_support.h"
 
 using namespace detrain;
@@ -258,4 +261,76 @@ TEST_CASE(
   CHECK(message.find("rank 0: the backward pass with its gradient all-reduce") == 0);
   CHECK(message.find("rank 1") != std::string::npos);
   CHECK(seconds < 15);  // the 2 s timeout and rank 1's 4 s, not a hang
+}
+
+TEST_CASE(
+    "measure: the gradient all-reduce of yolo26n and yolo26s alone, after backward and "
+    "through the reducer",
+    "[.][reducer-measure]") {
+  // Not a test: the figures of docs/perf/2026-12-07-ddp-reducer.md. Two ranks in this process,
+  // one intra-op thread, each scale's real parameter list with random gradients. "After
+  // backward" is Distributed::average_gradients (the path the reducer replaced); "reducer" is a
+  // reducing backward of a loss whose gradients are ready at once, so nothing hides the
+  // communication. Medians of 7 after one warm-up.
+  torch::set_num_threads(1);
+  for (const std::string scale : {"n", "s"}) {
+    std::array<std::vector<double>, 2> after_ms, reducer_ms, local_ms;
+    int64_t numel = 0;
+    on_two_ranks(
+        [&](int64_t rank, Distributed& dist) {
+          config::ModelOptions options;
+          options.arch = source_dir() + "/models/yolo26.yaml";
+          options.scale = scale;
+          torch::manual_seed(1);
+          const model::YoloModel model = model::make_model(options, 80);
+          std::vector<torch::Tensor> params;
+          for (const auto& p : model->parameters())
+            if (p.requires_grad()) params.push_back(p);
+          std::vector<torch::Tensor> fixed;  // d loss / d p
+          for (const auto& p : params) fixed.push_back(torch::randn_like(p));
+          if (rank == 0)
+            for (const auto& p : params) numel += p.numel();
+          GradReducer reducer(dist, params, {25 * 1024 * 1024, GradCompression::kNone});
+          const auto loss = [&] {
+            torch::Tensor total = torch::zeros({});
+            for (size_t i = 0; i < params.size(); ++i) total = total + (params[i] * fixed[i]).sum();
+            return total;
+          };
+          for (int i = 0; i < 8; ++i) {
+            for (const auto& p : params) p.mutable_grad() = torch::randn_like(p);
+            auto start = std::chrono::steady_clock::now();
+            dist.average_gradients(params, 25 * 1024 * 1024);
+            const double a =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                    .count();
+            const auto l = loss();  // built before the clock: only backward is timed
+            for (const auto& p : params) p.mutable_grad().zero_();
+            start = std::chrono::steady_clock::now();
+            reducer.backward(l, /*reduce=*/true);
+            const double b =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                    .count();
+            const auto l2 = loss();
+            start = std::chrono::steady_clock::now();
+            reducer.backward(l2, /*reduce=*/false);  // the same backward, no communication
+            const double c =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                    .count();
+            if (i == 0) continue;
+            after_ms[static_cast<size_t>(rank)].push_back(a);
+            reducer_ms[static_cast<size_t>(rank)].push_back(b);
+            local_ms[static_cast<size_t>(rank)].push_back(c);
+          }
+        },
+        std::chrono::seconds(120));
+    const auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    WARN("yolo26" << scale << ": " << numel << " gradients (" << numel * 4 / 1e6
+                  << " MB fp32): all-reduce after backward " << median(after_ms[0])
+                  << " ms, reducing backward with nothing to compute " << median(reducer_ms[0])
+                  << " ms, the same backward without reducing " << median(local_ms[0])
+                  << " ms (rank 0, median of 7)");
+  }
 }
