@@ -1,8 +1,6 @@
 // c10d::Reducer driven from C++; see grad_reducer.h. Everything c10d stays in this unit.
 #include "dist/grad_reducer.h"
 
-#include <spdlog/fmt/fmt.h>
-
 #include <algorithm>
 
 #include "common/errors.h"
