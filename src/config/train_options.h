@@ -33,6 +33,7 @@ struct TrainOptions {
   bool sync_bn = false;
   double dist_timeout_s = 1800.0;
   double dist_bucket_mb = 25.0;
+  std::string dist_grad_compression = "none";
   bool dist_verify = false;
   std::string resume = "restarts";
   std::string requeue_signal = "SIGUSR1";
@@ -93,8 +94,13 @@ struct TrainOptions {
     v("dist_timeout_s", dist_timeout_s,
       "seconds a rank waits in a collective (or for rank 0's validation) before failing",
       Constraint::range(1, 86400));
-    v("dist_bucket_mb", dist_bucket_mb, "size cap of one flat fp32 gradient all-reduce bucket",
+    v("dist_bucket_mb", dist_bucket_mb,
+      "size cap of one gradient bucket, all-reduced as soon as backward has filled it",
       Constraint::range(0.01, 4096));
+    v("dist_grad_compression", dist_grad_compression,
+      "gradients on the wire: none (fp32), bf16 or fp16 (half the bytes; each bucket is "
+      "divided by the rank count, rounded, summed and widened back)",
+      Constraint::one_of({"none", "bf16", "fp16"}));
     v("dist_verify", dist_verify,
       "check after every optimizer step that all ranks hold bit-identical weights (debug)");
     v("resume", resume,

@@ -21,6 +21,7 @@
 
 #if defined(DETRAIN_WITH_C10D)
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #if defined(USE_C10D_NCCL)
@@ -135,6 +136,9 @@ std::string DistEnv::attempt() const {
 struct Distributed::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<compat::CollectiveBackend> group;
+  // The same backend behind the ProcessGroup front that c10d::Reducer calls (one sequence of
+  // collectives: both paths share the backend's tags).
+  c10::intrusive_ptr<c10d::ProcessGroup> process_group;
   std::chrono::milliseconds timeout{0};
   torch::Device device{torch::kCPU};  // where the group's tensors live (CUDA for NCCL)
   std::string where = "start-up";
@@ -188,6 +192,12 @@ Distributed::Distributed(const DistEnv& env, const torch::Device& device,
       impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
           impl_->store, static_cast<int>(env.rank), static_cast<int>(env.world_size), options);
     }
+    const auto type = device.is_cuda() ? c10d::ProcessGroup::BackendType::NCCL
+                                       : c10d::ProcessGroup::BackendType::GLOO;
+    impl_->process_group = c10::make_intrusive<c10d::ProcessGroup>(
+        impl_->store, static_cast<int>(env.rank), static_cast<int>(env.world_size));
+    impl_->process_group->setBackend(impl_->device.type(), type, impl_->group);
+    impl_->process_group->setDefaultBackend(type);
     // Where each rank runs, so a failure can tell a dead local rank from a slow one.
     const std::string me = host_name() + " " + std::to_string(::getpid());
     impl_->store->set("detrain/pid/" + std::to_string(env.rank),
@@ -391,6 +401,20 @@ std::string Distributed::from_main(const std::string& key, const std::string& va
   }
 }
 
+void Distributed::run_collective(const std::string& what, const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error&) {
+    throw;  // already says what happened (a DistributedError from a nested collective)
+  } catch (const c10::OutOfMemoryError&) {
+    throw;  // this rank's own failure, whatever the others do
+  } catch (const std::exception& e) {
+    fail(what, e);
+  }
+}
+
+c10d::ProcessGroup* Distributed::process_group() const { return impl_->process_group.get(); }
+
 Replicas Distributed::replicas() {
   Replicas r;
   r.world_size = env_.world_size;
@@ -430,6 +454,8 @@ void Distributed::notify(const std::string&) {}
 std::string Distributed::from_main(const std::string&, const std::string& value) { return value; }
 void Distributed::wait_for(const std::string&, std::chrono::milliseconds) {}
 Replicas Distributed::replicas() { return {}; }
+void Distributed::run_collective(const std::string&, const std::function<void()>& body) { body(); }
+c10d::ProcessGroup* Distributed::process_group() const { return nullptr; }
 
 #endif
 

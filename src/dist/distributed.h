@@ -1,11 +1,11 @@
-// Data-parallel glue on PyTorch's c10d (LibTorch has no C++ DistributedDataParallel): the
-// process group from the standard launch environment (RANK/WORLD_SIZE/... as torchrun and
+// Data-parallel glue on PyTorch's c10d (LibTorch has no C++ DistributedDataParallel wrapper):
+// the process group from the standard launch environment (RANK/WORLD_SIZE/... as torchrun and
 // `detrain train --nproc` set them, or Slurm's SLURM_*), a TCP store, Gloo on CPU and NCCL on
-// CUDA, and the collectives the trainer needs: parameter broadcast from rank 0, gradient
-// averaging in size-capped flat fp32 buckets, small sums for normalisers and stop/finite
-// consensus, and a weights check. Every failure becomes a DistributedError naming this rank,
-// the collective and the rank(s) that did not arrive. Unlike PyTorch's DDP, gradients are
-// reduced after backward (not overlapped with it) and only on optimizer steps.
+// CUDA, and the collectives the trainer needs: parameter broadcast from rank 0, small sums for
+// normalisers and stop/finite consensus, a weights check, and the c10d ProcessGroup that
+// grad_reducer.h drives DDP's reducer on (gradients all-reduced while backward runs). Every
+// failure becomes a DistributedError naming this rank, the collective and the rank(s) that did
+// not arrive.
 #pragma once
 
 #include <torch/types.h>
@@ -18,6 +18,10 @@
 #include <vector>
 
 #include "common/replicas.h"
+
+namespace c10d {
+class ProcessGroup;
+}  // namespace c10d
 
 namespace detrain::dist {
 
@@ -73,8 +77,10 @@ class Distributed {
 
   // Copies rank 0's values into `tensors` on every rank (flat buffer per dtype).
   void broadcast(const std::vector<torch::Tensor>& tensors, const std::string& what);
-  // grad <- mean over ranks of grad, in flat fp32 buckets of at most `bucket_bytes`. Missing
-  // gradients count as zeros (and become defined) so every rank's bucket layout agrees.
+  // grad <- mean over ranks of grad, in flat fp32 buckets of at most `bucket_bytes`, after
+  // backward (a stopped run's pending micro-batch gradients; training steps reduce while
+  // backward runs, grad_reducer.h). Missing gradients count as zeros (and become defined) so
+  // every rank's bucket layout agrees.
   void average_gradients(const std::vector<torch::Tensor>& params, int64_t bucket_bytes);
   // Element-wise sum over ranks (a new tensor; fp32 on the wire for reduced floating types).
   torch::Tensor sum(const torch::Tensor& t, const std::string& what);
@@ -99,6 +105,14 @@ class Distributed {
 
   // Sum over this group, for synchronised BatchNorm and the loss normalisers.
   Replicas replicas();
+
+  // Runs `body`, which waits on collectives this class did not start (a backward pass whose
+  // gradient buckets c10d::Reducer all-reduces); what it throws becomes the DistributedError
+  // naming `what` and the ranks that did not arrive, as every collective above does.
+  void run_collective(const std::string& what, const std::function<void()>& body);
+  // c10d's ProcessGroup over this rank's backend (c10d::Reducer takes one); it lives as long as
+  // this object. Never null once constructed.
+  c10d::ProcessGroup* process_group() const;
 
  private:
   struct Impl;

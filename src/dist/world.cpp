@@ -10,6 +10,7 @@
 #include "common/errors.h"
 #include "compat/runtime.h"
 #include "compat/torch_compat.h"
+#include "dist/grad_reducer.h"
 
 namespace detrain::dist {
 
@@ -26,7 +27,11 @@ class SingleProcess final : public World {
     return flags;
   }
   void broadcast(const std::vector<torch::Tensor>&, const std::string&) override {}
+  void backward(const torch::Tensor& loss, const std::vector<torch::Tensor>&, bool) override {
+    loss.backward();
+  }
   void average_gradients(const std::vector<torch::Tensor>&) override {}
+  std::string overlap_report() override { return ""; }
   void check_same(const std::vector<torch::Tensor>&, const std::string&) override {}
   void barrier(const std::string&) override {}
   void notify(const std::string&) override {}
@@ -39,6 +44,7 @@ class C10dRank final : public World {
   C10dRank(const Placement& placement, const config::TrainOptions& train)
       : timeout_(static_cast<int64_t>(train.dist_timeout_s * 1000)),
         bucket_bytes_(static_cast<int64_t>(train.dist_bucket_mb * 1024 * 1024)),
+        reducer_options_{bucket_bytes_, parse_grad_compression(train.dist_grad_compression)},
         dist_(placement.env, placement.device, timeout_),
         replicas_(std::make_shared<const Replicas>(dist_.replicas())) {}
 
@@ -55,8 +61,25 @@ class C10dRank final : public World {
   void broadcast(const std::vector<torch::Tensor>& tensors, const std::string& what) override {
     dist_.broadcast(tensors, what);
   }
+  void backward(const torch::Tensor& loss, const std::vector<torch::Tensor>& params,
+                bool reduce) override {
+    // Built at the first backward, so its hooks see every micro-batch (a parameter used only
+    // in a micro-batch that does not reduce still counts as used) and the parameters are in
+    // their final place and layout.
+    if (!reducer_) reducer_ = std::make_unique<GradReducer>(dist_, params, reducer_options_);
+    reducer_->backward(loss, reduce);
+  }
   void average_gradients(const std::vector<torch::Tensor>& params) override {
     dist_.average_gradients(params, bucket_bytes_);
+  }
+  std::string overlap_report() override {
+    const OverlapStats s = reducer_ ? reducer_->overlap_stats() : OverlapStats{};
+    if (s.steps == 0) return "";
+    return fmt::format(
+        "gradient all-reduce (rank {}, mean of {} optimizer steps after the first): {:.1f} ms, "
+        "of which {:.1f} ms ({:.0f}%) while backward computed ({:.1f} ms)",
+        dist_.rank(), s.steps, s.allreduce_ms, s.overlap_ms,
+        s.allreduce_ms > 0 ? 100.0 * s.overlap_ms / s.allreduce_ms : 0.0, s.compute_ms);
   }
   void check_same(const std::vector<torch::Tensor>& state, const std::string& when) override {
     const auto hashes = dist_.all_gather(tensors_hash(state), "the weights check");
@@ -77,8 +100,10 @@ class C10dRank final : public World {
  private:
   std::chrono::milliseconds timeout_;
   int64_t bucket_bytes_;
+  GradReducerOptions reducer_options_;
   Distributed dist_;
   std::shared_ptr<const Replicas> replicas_;
+  std::unique_ptr<GradReducer> reducer_;  // after dist_: goes before the group it uses
 };
 
 }  // namespace

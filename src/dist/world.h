@@ -33,8 +33,18 @@ class World {
   // any() of several flags in one collective: element i is true when flags[i] is on any rank.
   virtual std::vector<bool> any_of(const std::vector<bool>& flags, const std::string& what) = 0;
   virtual void broadcast(const std::vector<torch::Tensor>& tensors, const std::string& what) = 0;
-  // grad <- mean over ranks, in buckets of train.dist_bucket_mb.
+  // loss.backward() for this rank's micro-batch; `params` are the trainable parameters, the
+  // same tensors on every call. `reduce` (the micro-batch that ends an optimizer step, alike on
+  // every rank): the gradients end as the mean over the ranks, all-reduced in buckets of
+  // train.dist_bucket_mb while backward runs (grad_reducer.h); otherwise they accumulate
+  // locally without communication.
+  virtual void backward(const torch::Tensor& loss, const std::vector<torch::Tensor>& params,
+                        bool reduce) = 0;
+  // grad <- mean over ranks after backward: a stopped run's pending micro-batch gradients.
   virtual void average_gradients(const std::vector<torch::Tensor>& params) = 0;
+  // One line on the reducing steps' all-reduce and how much of it backward hid ("" when
+  // nothing was reduced).
+  virtual std::string overlap_report() = 0;
   // DistributedError when another rank's `state` differs from rank 0's (train.dist_verify).
   virtual void check_same(const std::vector<torch::Tensor>& state, const std::string& when) = 0;
   virtual void barrier(const std::string& what) = 0;

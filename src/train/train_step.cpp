@@ -7,6 +7,7 @@
 #include "optim/grad_clip.h"
 #include "tasks/validation_run.h"
 #include "train/divergence.h"
+#include "train/output_tie.h"
 
 namespace detrain::train {
 
@@ -51,11 +52,17 @@ StepResult TrainStep::run(const data::Batch& batch, int64_t epoch, int64_t iter,
     result.problem = fmt::format("{} at epoch {} iteration {}", *bad, epoch + 1, iter);
     return result;
   }
-  l.total.backward();
-
   const int64_t ni = epoch * position.batches_per_epoch + iter;
-  if (optim::TrainSchedule::optimizer_step_due(ni, position.last_step_ni, hyper.accumulate)) {
-    world_.average_gradients(parts_.trainable);
+  const bool step_due =
+      optim::TrainSchedule::optimizer_step_due(ni, position.last_step_ni, hyper.accumulate);
+  // With synchronised BatchNorm, backward's collectives must be the same on every rank.
+  const torch::Tensor loss =
+      options_.sync_bn && world_.size() > 1 ? tie_head_outputs(l.total, out) : l.total;
+  // The micro-batch that ends an accumulation all-reduces its gradients while backward runs;
+  // the ones before it accumulate locally.
+  world_.backward(loss, parts_.trainable, step_due);
+
+  if (step_due) {
     const optim::GradNorm gn = optim::clip_grad_norm(parts_.trainable, options_.clip_grad_norm);
     if (!gn.finite) {
       result.problem =

@@ -1,8 +1,8 @@
 // One training iteration's maths, on its own: learning rates for the iteration, forward under
-// autocast, the loss, the divergence check, backward, and on an accumulation boundary the
-// gradient average over the world, clipping, the optimizer step, the BatchNorm broadcast, the
-// EMA update and the weights check. The loop (trainer.cpp) feeds batches and reads the result;
-// what a step does is here, top to bottom.
+// autocast, the loss, the divergence check, backward (on an accumulation boundary with the
+// gradient average over the world running alongside), and on that boundary clipping, the
+// optimizer step, the BatchNorm broadcast, the EMA update and the weights check. The loop
+// (trainer.cpp) feeds batches and reads the result; what a step does is here, top to bottom.
 #pragma once
 
 #include <torch/types.h>

@@ -351,6 +351,8 @@ TrainSummary Trainer::run() {
   }
   // Rank 0 hosts the store: nobody leaves while another may still reach it.
   world_->barrier("the end of training");
+  if (const std::string overlap = world_->overlap_report(); main() && !overlap.empty())
+    spdlog::info("{}", overlap);
   if (main()) log_skipped_images(data_, *parts_.train_loader);
   state_.summarize(summary);
   summary.stop_reason = stop_reason_;
