@@ -158,6 +158,7 @@ Kind add_step(CLI::App& parent) {
   auto* app = parent.add_subcommand("step", "training step interval with the real loader");
   auto o = std::make_shared<bench::StepBenchOptions>();
   auto lists = std::make_shared<std::pair<std::string, std::string>>("fp32,bf16", "1");
+  auto memory_formats = std::make_shared<std::string>();
   auto config = std::make_shared<ConfigArgs>();
   config->add_to(app);
   app->add_option("--model,-m", o->arch, "architecture (default model.arch)");
@@ -174,6 +175,8 @@ Kind add_step(CLI::App& parent) {
   app->add_option("--precision", lists->first,
                   "comma list of fp32, bf16, bf16-always, auto (what train chooses here; default "
                   "fp32,bf16)");
+  app->add_option("--memory-format", *memory_formats,
+                  "comma list of auto, nchw, nhwc, one run each (default runtime.memory_format)");
   app->add_option("--nproc", lists->second,
                   "comma list of rank counts, e.g. 1,2 (data.batch = --batch is the global "
                   "batch; N > 1 runs detrain train --nproc N)");
@@ -181,6 +184,10 @@ Kind add_step(CLI::App& parent) {
             o->config_file = config->config_file;
             o->overrides = config->overrides;
             o->precisions = split(lists->first, ',');
+            if (!memory_formats->empty()) o->memory_formats = split(*memory_formats, ',');
+            for (const std::string& f : o->memory_formats)
+              if (!f.empty() && f != "auto" && f != "nchw" && f != "nhwc")
+                throw ConfigError("--memory-format: '" + f + "' is not auto, nchw or nhwc");
             o->nprocs = counts_of(lists->second, "--nproc");
             return bench::bench_step(*o);
           }};

@@ -1,6 +1,8 @@
 // `detrain val`: validates a checkpoint (its EMA weights) or a safetensors state dict on a data
 // set's split with the trainer's own validation, prints the COCO table and pycocotools'
 // summary lines, and writes predictions.json and the stats as JSON on request.
+#include <spdlog/spdlog.h>
+
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -13,6 +15,7 @@
 #include "data/dataset.h"
 #include "eval/predictions_json.h"
 #include "infer/class_table.h"
+#include "model/channels_last.h"
 #include "model/precision.h"
 #include "report/numbered_dir.h"
 #include "report/val_plots.h"
@@ -41,6 +44,10 @@ int run_val(const ValArgs& args) {
   compat::apply_runtime(x.runtime);
   const torch::Device device = compat::parse_device(x.runtime.device);
   m.model->to(device);
+  const model::MemoryFormatDecision layout =
+      model::choose_memory_format(x.runtime.memory_format, device);
+  m.model->set_memory_format(layout.format);
+  spdlog::debug("memory format {}", model::describe(layout));
   data::DatasetInfo dataset = data::load_dataset(x.data.dataset, x.data.root);
   tasks::use_file_class_names(m, dataset);
   if (m.model->head()->options().pose() && !dataset.has_keypoints())

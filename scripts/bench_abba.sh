@@ -26,7 +26,7 @@ for f in sorted(glob.glob(os.path.join(out, "*_[AB].json"))):
     start = min(i for i in (text.find("\n["), text.find("\n{"), 0 if text[:1] in "[{" else -1) if i >= 0)
     data = json.loads(text[start:])
     for r in data if isinstance(data, list) else [data]:
-        label = " ".join(f"{k}={r[k]}" for k in ("precision", "runs_as", "nproc") if k in r)
+        label = " ".join(f"{k}={r[k]}" for k in ("precision", "runs_as", "memory_format", "nproc") if k in r)
         rows.setdefault(label, {}).setdefault(side, []).append(r["median_ms"])
 def cell(xs):
     return f"{statistics.median(xs):.1f} ({min(xs):.1f}-{max(xs):.1f})"

@@ -2,6 +2,7 @@
 #include "bench/step.h"
 
 #include <spdlog/fmt/fmt.h>
+#include <time.h>
 
 #include "bench/abba.h"
 #include "common/cores.h"
@@ -12,6 +13,7 @@
 #include "common/scratch_dir.h"
 #include "common/subprocess.h"
 #include "compat/torch_compat.h"
+#include "model/channels_last.h"
 #include "model/precision.h"
 #include "report/metrics_log.h"
 #include "report/run_dir.h"
@@ -23,16 +25,29 @@ namespace {
 
 struct StepResult {
   std::string precision, runs_as;  // runs_as: fp32 where bf16 falls back (train/precision.h)
+  std::string memory_format;       // what runtime.memory_format resolved to (nchw or nhwc)
   int64_t nproc = 1;
   Timing timing;
+  double thread_cpu_ms = 0;  // median CPU time of the training thread per iteration (1 rank)
   double data_wait_share = 0, images_per_s = 0;
   int64_t steps = 0;
   int64_t threads = 0;  // LibTorch intra-op threads of the run (runtime.threads; 0 = every core)
 };
 
-// The overrides that make a run of `precision` a short, quiet measurement in `project`.
+// CPU time of the calling thread. A busy machine inflates a step's wall time several times
+// over but its CPU time hardly: with runtime.threads=1 the training thread does all of a step's
+// LibTorch work, so this compares variants where wall times cannot (docs/perf/).
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+}
+
+// The overrides that make a run of `precision` in `memory_format` ("": the config's) a short,
+// quiet measurement in `project`.
 std::vector<std::string> run_overrides(const StepBenchOptions& o, const std::string& precision,
-                                       const std::string& project, const std::string& name) {
+                                       const std::string& memory_format, const std::string& project,
+                                       const std::string& name) {
   std::vector<std::string> overrides = o.overrides;
   const auto add = [&](const std::string& key, const std::string& value) {
     if (!value.empty()) overrides.push_back(key + "=" + value);
@@ -44,6 +59,7 @@ std::vector<std::string> run_overrides(const StepBenchOptions& o, const std::str
   add("data.imgsz", std::to_string(o.imgsz));
   add("data.batch", std::to_string(o.batch));
   add("train.precision", precision);
+  add("runtime.memory_format", memory_format);
   add("train.epochs", "1000");  // the run is cut after warmup + steps iterations
   add("train.val", "false");
   add("train.plots", "false");
@@ -79,23 +95,34 @@ void run_ranks(const StepBenchOptions& o, int64_t nproc, const std::vector<std::
   }
 }
 
-StepResult measure(const StepBenchOptions& o, const std::string& precision, int64_t nproc,
-                   ScratchDir& scratch) {
-  const std::string name = precision + "-" + std::to_string(nproc);
-  const auto overrides = run_overrides(o, precision, scratch.path(), name);
+StepResult measure(const StepBenchOptions& o, const std::string& precision,
+                   const std::string& memory_format, int64_t nproc, ScratchDir& scratch) {
+  const std::string name = precision + "-" + (memory_format.empty() ? "config" : memory_format) +
+                           "-" + std::to_string(nproc);
+  const auto overrides = run_overrides(o, precision, memory_format, scratch.path(), name);
   const config::ResolvedConfig resolved = config::resolve(o.config_file, overrides);
   std::string run_dir = scratch.path() + "/" + name;
+  std::vector<double> cpu_ms;  // training thread, from one iteration's start to the next's
   if (nproc > 1) {
     run_ranks(o, nproc, overrides, scratch, name);
   } else {
     train::TrainRequest request;
     request.config = resolved;
     request.callbacks.should_stop = train::stop_after(o.warmup + o.steps);
+    double last = -1;
+    request.callbacks.before_iteration = [&](const train::IterationInfo& info) {
+      const double now = thread_cpu_ms();
+      if (last >= 0 && info.iterations_this_process > o.warmup) cpu_ms.push_back(now - last);
+      last = now;
+    };
     request.print_config = false;
     run_dir = train::run_training(request).run_dir;
   }
   const model::Precision runs_as = model::effective_precision(
       model::parse_precision(precision), compat::parse_device(resolved.experiment.runtime.device));
+  const model::MemoryFormatDecision layout =
+      model::choose_memory_format(resolved.experiment.runtime.memory_format,
+                                  compat::parse_device(resolved.experiment.runtime.device));
 
   std::vector<double> ms;
   double wait_ms = 0, total_ms = 0;
@@ -111,10 +138,12 @@ StepResult measure(const StepBenchOptions& o, const std::string& precision, int6
   r.precision = precision;
   r.nproc = nproc;
   r.runs_as = model::precision_name(runs_as);
+  r.memory_format = model::memory_format_name(layout.format);
   r.steps = static_cast<int64_t>(ms.size());
   const int64_t threads = resolved.experiment.runtime.threads;
   r.threads = threads > 0 ? threads : usable_cores();
   r.timing = summarize(ms);
+  r.thread_cpu_ms = summarize(cpu_ms).median_ms;
   r.data_wait_share = total_ms > 0 ? wait_ms / total_ms : 0;
   r.images_per_s = total_ms > 0 ? 1e3 * static_cast<double>(o.batch * r.steps) / total_ms : 0;
   return r;
@@ -128,10 +157,16 @@ Report bench_step(const StepBenchOptions& options) {
   report.title = fmt::format("bench step: batch {}, {} px, {} timed iterations after {} warm-up",
                              options.batch, options.imgsz, options.steps, options.warmup);
   // No rows_key: the JSON is the bare array of runs, one object per precision and rank count.
-  report.columns = {{"precision", "precision"}, {"runs as", "runs_as"},
-                    {"ranks", "nproc"},         {"", "steps"},
-                    {"median ms", "median_ms"}, {"min ms", "min_ms"},
-                    {"max ms", "max_ms"},       {"data wait %", "data_wait_share"},
+  report.columns = {{"precision", "precision"},
+                    {"runs as", "runs_as"},
+                    {"memory format", "memory_format"},
+                    {"ranks", "nproc"},
+                    {"", "steps"},
+                    {"median ms", "median_ms"},
+                    {"min ms", "min_ms"},
+                    {"max ms", "max_ms"},
+                    {"thread cpu ms", "thread_cpu_ms"},
+                    {"data wait %", "data_wait_share"},
                     {"img/s", "images_per_s"}};
   // What every row ran with (the children inherit the environment that chose the wait policy).
   const std::string isa = cpu_isa_name(cpu_features());
@@ -142,21 +177,24 @@ Report bench_step(const StepBenchOptions& options) {
   report.notes.push_back(fmt::format("CPU: {}, {}", cpu_model_name(), isa));
   report.notes.push_back("OpenMP wait: " + openmp);
   for (const int64_t nproc : options.nprocs)
-    for (const std::string& precision : options.precisions) {
-      const StepResult r = measure(options, precision, nproc, scratch);
-      report.rows.push_back({label(r.precision),
-                             label(r.runs_as),
-                             integer(r.nproc),
-                             integer(r.steps),
-                             number(r.timing.median_ms, 1),
-                             number(r.timing.min_ms, 1),
-                             number(r.timing.max_ms, 1),
-                             {r.data_wait_share, fixed(100 * r.data_wait_share, 1)},
-                             number(r.images_per_s, 2),
-                             label(isa),
-                             integer(r.threads),
-                             label(openmp)});
-    }
+    for (const std::string& precision : options.precisions)
+      for (const std::string& memory_format : options.memory_formats) {
+        const StepResult r = measure(options, precision, memory_format, nproc, scratch);
+        report.rows.push_back({label(r.precision),
+                               label(r.runs_as),
+                               label(r.memory_format),
+                               integer(r.nproc),
+                               integer(r.steps),
+                               number(r.timing.median_ms, 1),
+                               number(r.timing.min_ms, 1),
+                               number(r.timing.max_ms, 1),
+                               number_or_dash(r.thread_cpu_ms, 1),
+                               {r.data_wait_share, fixed(100 * r.data_wait_share, 1)},
+                               number(r.images_per_s, 2),
+                               label(isa),
+                               integer(r.threads),
+                               label(openmp)});
+      }
   return report;
 }
 

@@ -3,6 +3,7 @@
 #include "compat/torch_compat.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/Version.h>
 #include <ATen/autocast_mode.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
@@ -93,6 +94,15 @@ bool cpu_has_fast_bf16_conv() {
 #else
   return true;  // other architectures: leave the choice to LibTorch
 #endif
+}
+
+CpuVectorLevel cpu_vector_level() {
+  CpuVectorLevel level;
+#if defined(__x86_64__) || defined(__i386__)
+  level.x86 = true;
+  level.avx512 = at::get_cpu_capability() == "AVX512";
+#endif
+  return level;
 }
 
 void set_num_threads(int threads) { at::set_num_threads(threads); }

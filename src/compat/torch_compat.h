@@ -56,6 +56,16 @@ bool autocast_enabled(torch::DeviceType device);
 // AVX2 (unmeasured) BF16 is assumed slow and the run falls back to fp32.
 bool cpu_has_fast_bf16_conv();
 
+// The CPU as the memory-format rule sees it (model/memory_format.h): whether it is x86-64, and
+// whether LibTorch's CPU kernels run at their AVX-512 level here. That level is ATen's dispatch
+// choice (at::get_cpu_capability), so ATEN_CPU_CAPABILITY=avx2 lowers it as it lowers the
+// kernels; oneDNN's own cap (ONEDNN_MAX_CPU_ISA) is not visible to detrain.
+struct CpuVectorLevel {
+  bool x86 = false;
+  bool avx512 = false;
+};
+CpuVectorLevel cpu_vector_level();
+
 // Intra-op threads; set from the config, never left to LibTorch's default (which has changed
 // between versions).
 void set_num_threads(int threads);

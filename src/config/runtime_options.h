@@ -1,5 +1,6 @@
-// `runtime.*`: device, threads and seed, applied once at start (src/compat/runtime), and
-// deterministic algorithms for training (src/compat/deterministic).
+// `runtime.*`: device, threads and seed, applied once at start (src/compat/runtime),
+// deterministic algorithms for training (src/compat/deterministic), and the memory format of
+// the model's tensors (src/model/memory_format).
 #pragma once
 
 #include "config/field.h"
@@ -13,6 +14,7 @@ struct RuntimeOptions {
   bool deterministic = true;
   bool deterministic_warn_only = true;
   bool cudnn_benchmark = false;
+  std::string memory_format = "auto";
 
   template <class V>
   void visit(V& v) {
@@ -27,6 +29,11 @@ struct RuntimeOptions {
       "with deterministic: an operation that has no deterministic implementation warns (true) "
       "or stops the run with an error (false)");
     v("cudnn_benchmark", cudnn_benchmark, "let cuDNN autotune convolution algorithms");
+    v("memory_format", memory_format,
+      "layout of the model's activations and 4-D weights in train, val and predict: nhwc "
+      "(channels-last), nchw, or auto (nhwc on CUDA and on x86 CPUs with AVX-512, nchw "
+      "elsewhere); files on disk are NCHW either way",
+      Constraint::one_of({"auto", "nchw", "nhwc"}));
   }
 };
 

@@ -44,7 +44,8 @@ enum class Value {
   kScale,
   kFreeze,
   kNms,
-  kResume,  // True -> auto, False -> the default; a checkpoint path is --resume PATH
+  kResume,        // True -> auto, False -> the default; a checkpoint path is --resume PATH
+  kChannelsLast,  // True -> nhwc, False -> nchw (None -> auto, the default)
 };
 
 struct Arg {
@@ -166,8 +167,10 @@ const Arg kArgs[] = {
      "not supported yet (multi-scale training)"},
     {"compile", "False", Value::kUnsupported, nullptr, 0,
      "not supported: torch.compile has no LibTorch equivalent"},
-    {"channels_last", "None", Value::kUnsupported, nullptr, 0,
-     "not supported: there is no memory-format switch"},
+    {"channels_last", "None", Value::kChannelsLast, "runtime.memory_format", kTVP,
+     "True -> nhwc, False -> nchw, None -> auto (nhwc on CUDA and on x86 CPUs with AVX-512); "
+     "Ultralytics trains channels-last on CUDA only and infers channels-last on x86 CPUs too",
+     nullptr, 0, "detrain export writes NCHW graphs and weights"},
     {"overlap_mask", "True", Value::kUnsupported, nullptr, 0, kSegment},
     {"mask_ratio", "4", Value::kUnsupported, nullptr, 0, kSegment},
     {"dropout", "0.0", Value::kUnsupported, nullptr, 0, kClassify},
@@ -556,6 +559,9 @@ std::string translate_value(const Arg& a, const std::string& raw, unsigned comma
       if (const std::optional<bool> b = as_bool(raw)) return *b ? "auto" : "restarts";
       throw ConfigError(q + " is a command-line option in detrain: detrain train --resume " + raw +
                         " (resume=True continues the newest run: train.resume=auto)");
+    case Value::kChannelsLast:
+      if (const std::optional<bool> b = as_bool(raw)) return *b ? "nhwc" : "nchw";
+      throw ConfigError(q + ": expected True, False or None");
     case Value::kCaller:
     case Value::kUnsupported:
     case Value::kFlag:

@@ -175,7 +175,7 @@ Batch Loader::build(const Plan& plan, int64_t b) {
       samples.push_back(make_val_sample(*source_, plan.order[pos], plan.shapes_hw[size_t(b)][0],
                                         plan.shapes_hw[size_t(b)][1]));
   }
-  Batch batch = collate(samples, options_.pin_memory);
+  Batch batch = collate(samples, options_.pin_memory, options_.channels_last);
   batch.index = b;
   return batch;
 }

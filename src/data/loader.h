@@ -40,6 +40,7 @@ struct LoaderOptions {
   int imgsz = 640;
   std::string cache = "none";  // data.cache: none, ram or disk (data/image_store.h)
   bool pin_memory = false;     // page-locked images for non-blocking CUDA copies
+  bool channels_last = false;  // images laid out for an nhwc model (runtime.memory_format)
   int stride = 32;             // val rect shapes are multiples of this
   bool rect = true;            // val: rect batches; false: square imgsz batches in record order
 

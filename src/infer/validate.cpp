@@ -6,6 +6,7 @@
 #include "common/progress.h"
 #include "common/timer.h"
 #include "compat/torch_compat.h"
+#include "model/channels_last.h"
 #include "model/yolo_model.h"
 
 namespace detrain::infer {
@@ -116,8 +117,8 @@ std::vector<ImageDetections> detect_batch(model::YoloModelImpl& model, const tor
                                           const NmsOptions& nms, bool one2one, bool bf16,
                                           const torch::Device& device, model::TrainOutput* raw) {
   torch::NoGradGuard no_grad;
-  const torch::Tensor input =  // [B, 3, H, W] float in [0, 1]
-      images.to(device, /*non_blocking=*/true).to(torch::kFloat).div_(255.0);
+  const torch::Tensor input =  // [B, 3, H, W] float in [0, 1], in the model's memory format
+      model::image_input(images, device, model.memory_format());
   model::EvalOutput out;
   {
     std::optional<compat::AutocastGuard> autocast;

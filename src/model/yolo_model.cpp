@@ -3,6 +3,7 @@
 
 #include <unordered_set>
 
+#include "model/channels_last.h"
 #include "model/state_dict.h"
 
 namespace detrain::model {
@@ -42,9 +43,10 @@ std::vector<torch::Tensor> YoloModelImpl::head_inputs(const torch::Tensor& image
   TORCH_CHECK(images.size(2) % max_stride() == 0 && images.size(3) % max_stride() == 0,
               "model input height and width must be multiples of ", max_stride(), ", got ",
               images.size(2), "x", images.size(3));
+  const torch::Tensor input = images.contiguous(torch_memory_format(memory_format_));
   std::vector<torch::Tensor> outputs(rows_.size());  // kept layer outputs
-  torch::Tensor x = images;                          // output of the previous layer
-  auto input_of = [&](int f) { return f < 0 ? images : outputs[f]; };
+  torch::Tensor x = input;                           // output of the previous layer
+  auto input_of = [&](int f) { return f < 0 ? input : outputs[f]; };
   for (size_t i = 0; i < layers_.size(); ++i) {
     const auto& from = rows_[i].from;
     if (rows_[i].module == "Concat") {
@@ -99,7 +101,13 @@ std::vector<ParamInfo> YoloModelImpl::param_infos() const {
 void YoloModelImpl::fuse() {
   head_->fuse();
   fuse_conv_bn(*this);
+  convert_to_memory_format(*this, memory_format_);  // the folded convs are new NCHW tensors
   eval();
+}
+
+void YoloModelImpl::set_memory_format(MemoryFormat format) {
+  memory_format_ = format;
+  convert_to_memory_format(*this, format);
 }
 
 namespace {

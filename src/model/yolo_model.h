@@ -14,6 +14,7 @@
 #include "config/model_options.h"
 #include "model/builder.h"
 #include "model/heads.h"
+#include "model/memory_format.h"
 #include "model/param_info.h"
 
 namespace detrain::model {
@@ -22,7 +23,8 @@ class YoloModelImpl : public torch::nn::Module {
  public:
   explicit YoloModelImpl(const BuildOptions& options);
 
-  // images: [B, 3, H, W] float RGB in [0, 1], H and W multiples of the largest stride.
+  // images: [B, 3, H, W] float RGB in [0, 1], H and W multiples of the largest stride, in any
+  // layout (converted to the model's memory format first; a no-op when already in it).
   // Training graph of every branch (what the loss consumes); BN follows the module's mode.
   TrainOutput forward_train(const torch::Tensor& images);
   // Inference graph: decoded predictions, plus top-k detections for end2end models.
@@ -38,6 +40,12 @@ class YoloModelImpl : public torch::nn::Module {
   // afterwards (forward_train throws) and is put in eval mode.
   void fuse();
   bool fused() const { return head_->fused(); }
+
+  // The layout of the 4-D parameters and buffers and of the activations (runtime.memory_format):
+  // converts them in place (model/channels_last.h), and the input of every forward from then on.
+  // New, module-sized state stays in it: fuse() converts the folded weights too.
+  void set_memory_format(MemoryFormat format);
+  MemoryFormat memory_format() const { return memory_format_; }
 
   const ArchInfo& arch() const { return arch_; }
   const std::vector<LayerRow>& rows() const { return rows_; }
@@ -56,6 +64,7 @@ class YoloModelImpl : public torch::nn::Module {
   std::vector<bool> keep_output_;  // whether a later layer reads layer i's output
   torch::nn::ModuleList model_{nullptr};
   Head head_{nullptr};
+  MemoryFormat memory_format_ = MemoryFormat::kNchw;
 };
 TORCH_MODULE(YoloModel);
 

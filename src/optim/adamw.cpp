@@ -70,7 +70,9 @@ OptimizerSnapshot AdamW::snapshot() const {
 void AdamW::restore(const OptimizerSnapshot& snap) {
   restore_group_options(snap);
   for_each_state_entry(snap, [&](Slot& slot, const std::string& entry, const torch::Tensor& t) {
-    const auto value = t.to(slot.param.options()).clone();
+    // Laid out as the parameter (NCHW or channels-last), as zeros_like made it in the first step,
+    // so a resumed step runs the same kernels as the uninterrupted one.
+    const auto value = torch::empty_like(slot.param).copy_(t);
     if (entry == "exp_avg")
       slot.exp_avg = value;
     else

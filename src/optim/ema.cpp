@@ -27,9 +27,12 @@ std::string shape_text(const torch::Tensor& t) {
   return s + "]";
 }
 
+// Both dense with the same strides (NCHW, or channels-last alike): element i of one's memory is
+// element i of the other's, so one flat pass over the memory is the elementwise update.
 bool cpu_fast_path(const torch::Tensor& ema, const torch::Tensor& model) {
   return ema.device().is_cpu() && model.device().is_cpu() && ema.scalar_type() == torch::kFloat &&
-         model.scalar_type() == torch::kFloat && ema.is_contiguous() && model.is_contiguous();
+         model.scalar_type() == torch::kFloat && ema.is_non_overlapping_and_dense() &&
+         ema.strides() == model.strides() && ema.sizes() == model.sizes();
 }
 
 // e <- e * d + m * (1 - d), each product rounded to fp32 as the reference's in-place ops do.

@@ -44,6 +44,25 @@ const void* data_of(const torch::Tensor& t) { return t.defined() ? t.data_ptr() 
 
 torch::Tensor cpu_copy(const torch::Tensor& t) { return t.detach().to(torch::kCPU).clone(); }
 
+// `rows` stacked into [k, ...shape] where each row has the layout of `like` (NCHW or
+// channels-last), so a member that becomes a view of its row keeps the layout it had; the same
+// values as torch::stack, which would make every row NCHW.
+torch::Tensor stack_like(const std::vector<torch::Tensor>& rows, const torch::Tensor& like) {
+  if (!like.is_non_overlapping_and_dense()) return torch::stack(rows);
+  std::vector<int64_t> sizes{static_cast<int64_t>(rows.size())}, strides{like.numel()};
+  sizes.insert(sizes.end(), like.sizes().begin(), like.sizes().end());
+  strides.insert(strides.end(), like.strides().begin(), like.strides().end());
+  torch::Tensor out = torch::empty_strided(sizes, strides, like.options());  // [k, ...shape]
+  for (size_t i = 0; i < rows.size(); ++i) out[static_cast<int64_t>(i)].copy_(rows[i]);
+  return out;
+}
+
+// A restored state tensor laid out as its parameter, so that a resumed step runs the same
+// kernels (vectorised or strided loops) as the uninterrupted one.
+torch::Tensor state_like(const torch::Tensor& param, const torch::Tensor& value) {
+  return torch::empty_like(param).copy_(value);
+}
+
 }  // namespace
 
 namespace {
@@ -89,14 +108,16 @@ MuSGD::MuSGD(std::vector<MuSGDGroup> groups, MuSGDSettings settings)
 }
 
 void MuSGD::build_buckets() {
-  using Key = std::tuple<std::vector<int64_t>, int, std::string>;
+  // Shape, dtype, device and layout (strides): a bucket's rows share all four.
+  using Key = std::tuple<std::vector<int64_t>, int, std::string, std::vector<int64_t>>;
   for (size_t g = 0; g < groups_.size(); ++g) {
     std::map<Key, std::vector<size_t>> members;  // ordered: buckets come out deterministic
     std::vector<Key> first_seen;
     for (size_t s = 0; s < groups_[g].slots.size(); ++s) {
       const auto& p = groups_[g].slots[s].param;
       if (!groups_[g].slots[s].muon) continue;
-      Key key{p.sizes().vec(), static_cast<int>(p.scalar_type()), p.device().str()};
+      Key key{p.sizes().vec(), static_cast<int>(p.scalar_type()), p.device().str(),
+              p.strides().vec()};
       if (!members.count(key)) first_seen.push_back(key);
       members[key].push_back(s);
     }
@@ -142,10 +163,11 @@ void MuSGD::link(Bucket& bucket) {
     muon.push_back(slot.muon_buffer.to(slot.param.options()));
     sgd.push_back(slot.sgd_buffer.to(slot.param.options()));
   }
-  bucket.params = torch::stack(params);  // [k, ...shape]
-  bucket.grads = torch::stack(grads);
-  bucket.muon_buffer = torch::stack(muon);
-  bucket.sgd_buffer = torch::stack(sgd);
+  const torch::Tensor& like = slots[bucket.slots[0]].param;
+  bucket.params = stack_like(params, like);  // [k, ...shape]
+  bucket.grads = stack_like(grads, like);
+  bucket.muon_buffer = stack_like(muon, like);
+  bucket.sgd_buffer = stack_like(sgd, like);
   bucket.param_rows.clear();
   bucket.grad_rows.clear();
   for (size_t i = 0; i < bucket.slots.size(); ++i) {
@@ -254,7 +276,8 @@ void MuSGD::apply_matrix(const MuSGDOptions& o, Slot& slot, const torch::Tensor&
 torch::Tensor MuSGD::muon_momentum(const MuSGDOptions& o, Bucket& bucket) {
   const auto& grad = bucket.grads;  // [k, ...shape]
   const auto update = momentum_step(grad, bucket.muon_buffer, o.momentum, o.nesterov);
-  return update.view({grad.size(0), grad.size(1), -1});
+  // A view for NCHW rows; channels-last rows are copied into the reference's (rows, rest) order.
+  return update.reshape({grad.size(0), grad.size(1), -1});
 }
 
 // The rest of step_matrix on a [k, ...] stack, given the orthogonalised update [k, r, c]: one
@@ -263,7 +286,7 @@ void MuSGD::step_bucket(const MuSGDOptions& o, Bucket& bucket, torch::Tensor ort
   const auto& grad = bucket.grads;  // [k, ...shape]
   ortho = scaled_update(std::move(ortho), grad.sizes().slice(1), grad.scalar_type());
   auto& p = bucket.params;
-  p.view(ortho.sizes()).add_(ortho, -(o.lr * o.w_muon));
+  p.add_(ortho.view(p.sizes()), -(o.lr * o.w_muon));  // ortho [k, r, c] is NCHW-ordered
   const auto g = o.weight_decay != 0 ? grad.add(p, o.weight_decay) : grad;
   bucket.sgd_buffer.mul_(o.momentum).add_(g);
   const auto v = o.nesterov ? g.add(bucket.sgd_buffer, o.momentum) : bucket.sgd_buffer;
@@ -330,7 +353,7 @@ void MuSGD::restore(const OptimizerSnapshot& snap) {
     } else if (entry == "momentum_buffer" && slot.muon) {
       slot.sgd_buffer.copy_(value);
     } else if (entry == "momentum_buffer") {
-      slot.sgd_buffer = value.clone();
+      slot.sgd_buffer = state_like(slot.param, value);
     } else {
       throw ModelError("optimizer state entry '" + slot.name + "/" + entry +
                        "' does not fit this parameter (Muon routing differs); resume with the "

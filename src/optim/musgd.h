@@ -1,8 +1,9 @@
 // MuSGD (the reference's ultralytics/optim/muon.py): matrices in groups with w_muon > 0 take a
 // Muon step then an SGD step; vectors and groups with w_muon == 0 take torch::optim::SGD's step
 // bit for bit. Deliberate difference: with bucketing `exact` the matrices of one group that share
-// (shape, dtype, device) live in one contiguous [k, ...] buffer (parameters, gradients and both
-// momentum buffers are views of it); all buckets are orthogonalised in one NewtonSchulzPlan run
+// (shape, dtype, device, layout) live in one dense [k, ...] buffer whose rows keep the members'
+// layout, NCHW or channels-last (parameters, gradients and both momentum buffers are views of
+// it); all buckets are orthogonalised in one NewtonSchulzPlan run
 // (on the CPU their matrices share one parallel region); `off` is the reference's per-parameter
 // loop. Same formula, different schedule.
 #pragma once

@@ -21,6 +21,7 @@
 #include "eval/predictions_json.h"
 #include "infer/postprocess.h"
 #include "infer/validate.h"
+#include "model/channels_last.h"
 #include "model/precision.h"
 #include "report/batch_plots.h"
 #include "report/plots.h"
@@ -102,6 +103,10 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
   torch::NoGradGuard no_grad;
   model.eval();
   model.to(device);
+  const model::MemoryFormatDecision layout =
+      model::choose_memory_format(x.runtime.memory_format, device);
+  model.set_memory_format(layout.format);
+  spdlog::debug("memory format {}", model::describe(layout));
   std::vector<eval::CocoRecord> results;
   // Image ids are positions among the decoded files of the sorted list.
   nlohmann::ordered_json images = nlohmann::ordered_json::array();
@@ -145,7 +150,7 @@ PredictSummary predict_images(model::YoloModelImpl& model, const config::Experim
     const torch::Tensor batch =
         torch::from_blob(rgb.data, {1, rgb.rows, rgb.cols, 3}, torch::kUInt8)
             .permute({0, 3, 1, 2})
-            .contiguous();  // [1, 3, H, W]
+            .contiguous(model::torch_memory_format(layout.format));  // [1, 3, H, W]
     const std::vector<infer::ImageDetections> dets =
         infer::detect_batch(model, batch, nms, one2one, bf16, device);
     const infer::ImageDetections original = infer::to_original_pixels(dets[0], input.frame);

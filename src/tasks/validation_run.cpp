@@ -31,6 +31,7 @@ ValidationRun::ValidationRun(const config::Experiment& x, const data::DatasetInf
   lo.stride = static_cast<int>(model.max_stride());
   lo.rect = x.val.rect;
   lo.pin_memory = device.is_cuda();
+  lo.channels_last = model.memory_format() == model::MemoryFormat::kNhwc;  // set before this
   loader_ = std::make_unique<data::Loader>(dataset, records_, x.augment, lo);
 
   gt_ = std::move(table);

@@ -77,7 +77,7 @@ TrainingData build_training_data(const config::Experiment& x) {
 }
 
 TrainParts build_parts(const config::Experiment& x, const TrainingData& data, dist::World& world,
-                       const torch::Device& device, bool bf16) {
+                       const torch::Device& device, bool bf16, model::MemoryFormat layout) {
   const data::DatasetInfo& dataset = data.dataset;
   TrainParts p;
   std::optional<std::array<int64_t, 2>> kpt_shape;
@@ -94,6 +94,7 @@ TrainParts build_parts(const config::Experiment& x, const TrainingData& data, di
                     " is a pose model; add kpt_shape, flip_idx and oks_sigmas to the descriptor "
                     "or train a detection architecture");
   p.model->to(device);
+  p.model->set_memory_format(layout);
   // Same seed, same init; the broadcast makes it so whatever a rank's RNG did.
   world.broadcast(module_state(*p.model), "initial weights");
   const auto replicas = world.replicas();
@@ -101,6 +102,7 @@ TrainParts build_parts(const config::Experiment& x, const TrainingData& data, di
   p.arch = arch_identity(*p.model);
   p.ema_model = model::make_model(build, dataset.nc(), kpt_shape);
   p.ema_model->to(device);
+  p.ema_model->set_memory_format(layout);  // ModelEma copies the model's tensors, layout and all
   p.ema =
       std::make_unique<optim::ModelEma>(p.ema_model.ptr(), *p.model, optim::ema_options(x.train));
 
@@ -117,6 +119,7 @@ TrainParts build_parts(const config::Experiment& x, const TrainingData& data, di
       data::LoaderOptions::from(x.data, static_cast<uint64_t>(x.runtime.seed), /*train=*/true);
   train_opts.stride = static_cast<int>(p.model->max_stride());
   train_opts.pin_memory = device.is_cuda();
+  train_opts.channels_last = layout == model::MemoryFormat::kNhwc;
   train_opts.batch = x.data.batch / world.size();  // this rank's share
   train_opts.rank = world.rank();
   train_opts.world_size = world.size();

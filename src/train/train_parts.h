@@ -50,9 +50,11 @@ TrainingData build_training_data(const config::Experiment& x);
 
 // Builds every part in the order that fixes the run's random numbers (model, EMA model,
 // criterion, loader), on `device`: rank 0's initial weights are broadcast, BatchNorm is
-// synchronised under train.sync_bn, and the loader reads this rank's share of the batch.
+// synchronised under train.sync_bn, and the loader reads this rank's share of the batch. The
+// model and its EMA twin are in `layout` before the optimizer and the EMA take their tensors.
 TrainParts build_parts(const config::Experiment& x, const TrainingData& data, dist::World& world,
-                       const torch::Device& device, bool bf16);
+                       const torch::Device& device, bool bf16,
+                       model::MemoryFormat layout = model::MemoryFormat::kNchw);
 
 // Validates the EMA model (rank 0, alone): the criterion's replicas are set aside for the pass,
 // so its validation losses use local normalisers instead of a collective the other ranks never

@@ -127,8 +127,10 @@ void restore_parts(TrainParts& parts, const ckpt::Checkpoint& c, const std::stri
   parts.optimizer->restore(c.optimizer);
   ckpt::restore_torch_generators(c.generator_states);
   for (const auto& info : parts.params) {
+    // Laid out as the parameter (runtime.memory_format), as autograd lays out its gradients, so
+    // the resumed accumulation and step run the same kernels as the uninterrupted ones.
     if (const torch::Tensor* g = find_tensor(c.extra_tensors, kGradPrefix + info.name))
-      info.param.mutable_grad() = g->to(info.param.device()).clone();
+      info.param.mutable_grad() = torch::empty_like(info.param).copy_(*g);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <spdlog/fmt/fmt.h>
 
 #include "compat/torch_compat.h"
+#include "model/channels_last.h"
 #include "optim/grad_clip.h"
 #include "tasks/validation_run.h"
 #include "train/divergence.h"
@@ -31,8 +32,8 @@ StepResult TrainStep::run(const data::Batch& batch, int64_t epoch, int64_t iter,
     if (optimizer.warmup_ramps_momentum()) optimizer.set_momentum(g, hyper.momentum);
   }
   const torch::Device& device = options_.device;
-  const torch::Tensor images =  // [B, 3, H, W] float in [0, 1]
-      batch.images.to(device, /*non_blocking=*/true).to(torch::kFloat).div_(255.0);
+  const torch::Tensor images =  // [B, 3, H, W] float in [0, 1], in the model's memory format
+      model::image_input(batch.images, device, parts_.model->memory_format());
   // The criterion takes the bf16 head outputs and computes in fp32 itself.
   model::TrainOutput out;
   {

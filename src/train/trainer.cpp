@@ -19,6 +19,7 @@
 #include "compat/deterministic.h"
 #include "data/loader.h"
 #include "dist/world.h"
+#include "model/channels_last.h"
 #include "model/precision.h"
 #include "report/batch_plots.h"
 #include "report/metrics_log.h"
@@ -100,12 +101,15 @@ void Trainer::build() {
   precision_ =
       model::effective_precision(model::parse_precision(x_.train.precision), placement_.device);
   spdlog::info("{}; {}", placement_.runtime_summary, compat::deterministic_state().describe());
+  const model::MemoryFormatDecision layout =
+      model::choose_memory_format(x_.runtime.memory_format, placement_.device);
+  spdlog::info("memory format {}", model::describe(layout));
   data_ = build_training_data(x_);
   // The process group comes after the data scan, so no rank scans while others wait in a
   // collective.
   world_ = dist::make_world(placement_, x_);
-  parts_ =
-      build_parts(x_, data_, *world_, placement_.device, precision_ == model::Precision::kBf16);
+  parts_ = build_parts(x_, data_, *world_, placement_.device, precision_ == model::Precision::kBf16,
+                       layout.format);
   step_ = std::make_unique<TrainStep>(parts_, *world_,
                                       StepOptions::from(x_.train, placement_.device, precision_));
   state_.world_size = world_->size();

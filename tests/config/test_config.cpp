@@ -93,6 +93,9 @@ TEST_CASE("wrong types and out-of-range values name key, value and range", "[uni
         "stride), e.g. 672");
   CHECK(error_of([] { resolve("", {"runtime.device=gpu"}); }) ==
         "config: runtime.device = 'gpu' (command line): expected cpu, cuda or cuda:N");
+  CHECK(error_of([] { resolve("", {"runtime.memory_format=channels_last"}); }) ==
+        "config: runtime.memory_format = 'channels_last' (command line): must be one of auto, "
+        "nchw, nhwc");
   CHECK(error_of([] { resolve("", {"train.epochs"}); }) ==
         "config: override 'train.epochs' must look like section.key=value (e.g. train.epochs=3)");
   CHECK(error_of([] { resolve("", {"train.epochs=[1,2]"}); }) ==

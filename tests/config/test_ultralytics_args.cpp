@@ -102,7 +102,7 @@ TEST_CASE("every detrain key of the table exists and takes the 8.4.190 default",
       }
     }
   }
-  CHECK(mapped == 58);  // resume= maps to train.resume since train.resume=auto
+  CHECK(mapped == 59);  // channels_last= maps to runtime.memory_format since it exists
 }
 
 TEST_CASE("the issue's command line translates", "[unit][config][ultralytics_args]") {
@@ -210,6 +210,15 @@ TEST_CASE("Ultralytics value spellings", "[unit][config][ultralytics_args]") {
     CHECK(contains(export_nms,
                    "`nms` (Ultralytics) changes nothing in `detrain export` (it applies to train, "
                    "val, predict): detrain export always writes the NMS-free one-to-one head"));
+  }
+  SECTION("channels_last is runtime.memory_format in train, val and predict") {
+    CHECK(one("channels_last=True") == "runtime.memory_format=nhwc");
+    CHECK(one("channels_last=False", "val") == "runtime.memory_format=nchw");
+    CHECK(one("channels_last=None", "predict") == "runtime.memory_format=auto");
+    CHECK(contains(error_of([] { one("channels_last=nhwc"); }), "expected True, False or None"));
+    CHECK(contains(error_of([] { one("channels_last=True", "export"); }), "writes NCHW"));
+    CHECK(resolve("", {one("channels_last=True")}).experiment.runtime.memory_format == "nhwc");
+    CHECK(Experiment().runtime.memory_format == "auto");
   }
   SECTION("conf follows the command, as Ultralytics' per-mode defaults") {
     CHECK(one("conf=0.1") == "val.conf=0.1");  // the validation during training

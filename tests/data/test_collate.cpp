@@ -1,5 +1,6 @@
 // collate's image layout: BGR samples become RGB planes of [B, 3, H, W] (BGR planes when the
-// sample keeps BGR), for continuous images and for ROIs of larger ones alike.
+// sample keeps BGR), for continuous images and for ROIs of larger ones alike; channels-last
+// batches hold the same values with interleaved pixels in memory.
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
@@ -33,8 +34,16 @@ TEST_CASE("collate writes RGB planes, or BGR planes for keep_bgr", "[unit][data]
   samples[1].keep_bgr = true;
   samples[2].image = wide(cv::Rect(2, 1, 5, 4));  // not continuous
   REQUIRE_FALSE(samples[2].image.isContinuous());
-  const Batch batch = collate(samples);
+  const bool channels_last = GENERATE(false, true);
+  INFO("channels_last " << channels_last);
+  const Batch batch = collate(samples, /*pin_memory=*/false, channels_last);
   REQUIRE(batch.images.sizes() == torch::IntArrayRef({3, 3, 4, 5}));
+  if (channels_last) {
+    CHECK(batch.images.strides() == torch::IntArrayRef({60, 1, 15, 3}));  // [B, H, W, 3] bytes
+    CHECK(torch::equal(batch.images, collate(samples).images));
+  } else {
+    CHECK(batch.images.is_contiguous());
+  }
   const auto img = batch.images.to(torch::kInt32);  // [3, 3, 4, 5]
   for (int64_t i = 0; i < 3; ++i)
     for (int64_t y = 0; y < 4; ++y)

@@ -79,21 +79,29 @@ TEST_CASE("a short run writes its run directory and validates with COCO metrics"
 
 TEST_CASE("an interrupted and resumed run equals the uninterrupted run bit for bit",
           "[smoke][train]") {
+  // In both memory formats: a channels-last run's checkpoint is written NCHW and its state
+  // (weights, EMA, momentum buffers, accumulated gradients) goes back channels-last.
+  const std::string layout = GENERATE(as<std::string>(), "nchw", "nhwc");
+  INFO("runtime.memory_format=" << layout);
   TempDir dir;
   const auto synth = tiny_synth(dir);
-  const TrainSummary full =
-      run_training(request_for(tiny_overrides(dir, synth.detect_yaml, "full")));
+  const auto overrides = [&](const std::string& name) {
+    auto o = tiny_overrides(dir, synth.detect_yaml, name);
+    o.push_back("runtime.memory_format=" + layout);
+    return o;
+  };
+  const TrainSummary full = run_training(request_for(overrides("full")));
 
   // Stop in the middle of epoch 2 (iteration 7 of 8 overall: between two micro-batches of
   // one accumulation), then resume from the run directory.
-  TrainRequest first = request_for(tiny_overrides(dir, synth.detect_yaml, "split"));
+  TrainRequest first = request_for(overrides("split"));
   first.callbacks.should_stop = stop_after(7);
   const TrainSummary stopped = run_training(first);
   REQUIRE(stopped.interrupted);
   const Checkpoint mid = load_checkpoint(run_paths(stopped.run_dir).last_ckpt);
   CHECK(mid.position.epoch == 1);
   CHECK(mid.position.iter_in_epoch == 3);
-  TrainRequest second = request_for(tiny_overrides(dir, synth.detect_yaml, "split"));
+  TrainRequest second = request_for(overrides("split"));
   second.resume = stopped.run_dir;
   const TrainSummary resumed = run_training(second);
   CHECK_FALSE(resumed.interrupted);

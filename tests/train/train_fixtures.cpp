@@ -37,7 +37,8 @@ std::vector<std::string> tiny_overrides(const TempDir& dir, const std::string& d
           "train.name=" + name,
           "optim.optimizer=musgd",
           "runtime.threads=1",  // ctest runs two tests at once on two cores
-          "runtime.seed=3"};
+          "runtime.seed=3",
+          "runtime.memory_format=nchw"};  // not auto: the same run on every CI machine
 }
 
 TensorListDifference max_difference(const ckpt::NamedTensors& a, const ckpt::NamedTensors& b,
@@ -66,7 +67,7 @@ std::string tiny_dist_args(const TempDir& dir, const std::string& dataset,
          " data.imgsz=64 data.batch=4 data.workers=1 train.epochs=2 train.warmup_epochs=0"
          " train.nbs=8 train.precision=fp32 train.progress=off train.log_every=1"
          " train.plots=false train.sync_bn=true optim.optimizer=musgd runtime.threads=1"
-         " runtime.seed=3 train.project=" +
+         " runtime.seed=3 runtime.memory_format=nchw train.project=" +
          dir.file("runs") + " train.name=" + name;
 }
 

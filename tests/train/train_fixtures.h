@@ -14,7 +14,7 @@ namespace detrain::test {
 // `detrain train` overrides for the distributed tests on tiny_synth's 16 train images (2 ranks x
 // 2 divide them evenly, so 2 ranks see exactly one process's batches): 64 px, global batch 4,
 // nbs 8 (every optimizer step averages two micro-batches), 2 epochs, fp32, sync BN, MuSGD, one
-// thread, run `name` under dir/runs. Later overrides win, so a test appends what it changes.
+// thread, NCHW, run `name` under dir/runs. Later overrides win, so a test appends what it changes.
 std::string tiny_dist_args(const TempDir& dir, const std::string& dataset, const std::string& name);
 
 // `train_images` / `val_images` shapes images of 96-128 px with up to 3 objects each, written
@@ -23,7 +23,8 @@ data::SynthSummary tiny_synth(const TempDir& dir, uint64_t seed = 11, int64_t tr
                               int64_t val_images = 8);
 
 // Overrides for a short CPU run on `dataset` (tiny_synth): 64 px, batch 4 with accumulation 2,
-// 2 epochs, fp32, one thread, seed 3, run directory <dir>/runs/<name>, no progress or plots.
+// 2 epochs, fp32, one thread, seed 3, NCHW (runtime.memory_format: auto would depend on the
+// CI machine's CPU), run directory <dir>/runs/<name>, no progress or plots.
 std::vector<std::string> tiny_overrides(const TempDir& dir, const std::string& dataset,
                                         const std::string& name);
 

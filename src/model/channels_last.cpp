@@ -1,0 +1,43 @@
+// Memory formats on tensors; see channels_last.h.
+#include "model/channels_last.h"
+
+#include "compat/torch_compat.h"
+
+namespace detrain::model {
+
+torch::MemoryFormat torch_memory_format(MemoryFormat format) {
+  return format == MemoryFormat::kNhwc ? torch::MemoryFormat::ChannelsLast
+                                       : torch::MemoryFormat::Contiguous;
+}
+
+MemoryFormatDecision choose_memory_format(const std::string& option, const torch::Device& device) {
+  const MemoryFormatChoice choice = parse_memory_format(option);
+  MemoryFormatHost host;
+  host.cuda = device.is_cuda();
+  if (choice == MemoryFormatChoice::kAuto && !host.cuda) {
+    const compat::CpuVectorLevel level = compat::cpu_vector_level();
+    host.x86 = level.x86;
+    host.avx512 = level.avx512;
+  }
+  return resolve_memory_format(choice, host);
+}
+
+void convert_to_memory_format(torch::nn::Module& module, MemoryFormat format) {
+  const torch::MemoryFormat layout = torch_memory_format(format);
+  torch::NoGradGuard no_grad;
+  auto convert = [&](torch::Tensor& t) {
+    if (t.defined() && t.dim() == 4 && !t.is_contiguous(layout)) t.set_data(t.contiguous(layout));
+  };
+  for (auto& p : module.parameters(/*recurse=*/true)) convert(p);
+  for (auto& b : module.buffers(/*recurse=*/true)) convert(b);
+}
+
+torch::Tensor image_input(const torch::Tensor& images, const torch::Device& device,
+                          MemoryFormat format) {
+  return images.to(device, /*non_blocking=*/true)
+      .contiguous(torch_memory_format(format))
+      .to(torch::kFloat)
+      .div_(255.0);
+}
+
+}  // namespace detrain::model
