@@ -137,14 +137,18 @@ Report bench_optim(const config::ResolvedConfig& resolved, const OptimBenchOptio
   const double gflop = musgd ? newton_schulz_gflop(musgd->matrix_keys()) : 0.0;
 
   Report report;
-  const std::string kernel = ns_kernel_of(*contenders[kExact], device);
+  const std::string kernel = ns_kernel_of(*contenders[kExact], device);  // off's and exact's
+  std::vector<std::string> exact_kernels;
+  for (size_t n = kExact; n < contenders.size(); ++n)
+    exact_kernels.push_back(ns_kernel_of(*contenders[n], device));
   report.title = fmt::format(
       "{}: {} trainable tensors, {} Muon matrices in {} keys ({} stacked); {} on {}, {} "
-      "thread(s), LibTorch {}, Newton-Schulz {} ({} kernel); {} steps after {} warm-up, "
+      "thread(s), LibTorch {}, Newton-Schulz {} ({} kernel{}); {} steps after {} warm-up, "
       "interleaved",
       net->arch().name(), infos.size(), matrices, keys, stacked, "fixed random gradients",
-      device.str(), runtime.torch_threads, compat::torch_version(), optim_options.ns_dtype, kernel,
-      options.steps, options.warmup);
+      device.str(), runtime.torch_threads, compat::torch_version(), optim_options.ns_dtype,
+      fmt::join(exact_kernels, ", "), exact_kernels.size() > 1 ? "s" : "", options.steps,
+      options.warmup);
   report.head = {{"model", net->arch().name()},
                  {"device", device.str()},
                  {"threads", runtime.torch_threads},
