@@ -71,6 +71,12 @@ Kind add_optim(CLI::App& parent) {
   app->add_option("--steps", o->steps, "timed steps per optimizer (default 50)")
       ->check(CLI::Range(1, 100000));
   app->add_option("--device", o->device, "cpu or cuda[:N] (default runtime.device)");
+  app->add_option("--ns-kernel", o->ns_kernels,
+                  "Newton-Schulz kernels for the MuSGD exact rows, e.g. emulated,native: one row "
+                  "each, interleaved (default optim.ns_kernel)")
+      ->delimiter(',')
+      ->allow_extra_args(false)  // one comma list: config overrides may follow
+      ->check(CLI::IsMember({"auto", "native", "emulated"}));
   return configured_kind(app, o, bench::bench_optim);
 }
 

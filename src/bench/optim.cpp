@@ -67,6 +67,14 @@ Variant variant_of(Contender& c, const torch::Device& device) {
           }};
 }
 
+// The kernel the contender's Newton-Schulz ran ("-" for plain SGD): off the CPU always
+// ATen's own ops, i.e. native.
+std::string ns_kernel_of(const Contender& c, const torch::Device& device) {
+  const auto* musgd = dynamic_cast<const optim::MuSGD*>(c.opt.get());
+  if (!musgd || musgd->kind() != "musgd") return "-";
+  return device.is_cpu() ? optim::ns_kernel_name(musgd->cpu_ns_kernel()) : "native";
+}
+
 double max_abs_diff(const Contender& a, const Contender& b) {
   double worst = 0;
   for (size_t i = 0; i < a.infos.size(); ++i)
@@ -100,11 +108,20 @@ Report bench_optim(const config::ResolvedConfig& resolved, const OptimBenchOptio
   std::vector<std::unique_ptr<Contender>> contenders;
   optim_options.optimizer = "sgd";
   contenders.push_back(make_contender("sgd", infos, grads, optim_options));
+  const auto kernels = options.ns_kernels.empty()
+                           ? std::vector<std::string>{optim_options.ns_kernel}
+                           : options.ns_kernels;
   optim_options.optimizer = "musgd";
   optim_options.bucketing = "off";
+  optim_options.ns_kernel = kernels.front();
   contenders.push_back(make_contender("musgd off", infos, grads, optim_options));
   optim_options.bucketing = "exact";
-  contenders.push_back(make_contender("musgd exact", infos, grads, optim_options));
+  for (const auto& kernel : kernels) {
+    optim_options.ns_kernel = kernel;
+    const std::string name = kernels.size() > 1 ? "musgd exact " + kernel : "musgd exact";
+    contenders.push_back(make_contender(name, infos, grads, optim_options));
+  }
+  optim_options.ns_kernel = kernels.front();
   std::vector<Variant> variants;
   for (auto& c : contenders) variants.push_back(variant_of(*c, device));
   const AbbaResult timed = run_abba(variants, {options.warmup, options.steps});
@@ -120,29 +137,51 @@ Report bench_optim(const config::ResolvedConfig& resolved, const OptimBenchOptio
   const double gflop = musgd ? newton_schulz_gflop(musgd->matrix_keys()) : 0.0;
 
   Report report;
+  const std::string kernel = ns_kernel_of(*contenders[kExact], device);  // off's and exact's
+  std::vector<std::string> exact_kernels;
+  for (size_t n = kExact; n < contenders.size(); ++n)
+    exact_kernels.push_back(ns_kernel_of(*contenders[n], device));
   report.title = fmt::format(
       "{}: {} trainable tensors, {} Muon matrices in {} keys ({} stacked); {} on {}, {} "
-      "thread(s), LibTorch {}, Newton-Schulz {}; {} steps after {} warm-up, interleaved",
+      "thread(s), LibTorch {}, Newton-Schulz {} ({} kernel{}); {} steps after {} warm-up, "
+      "interleaved",
       net->arch().name(), infos.size(), matrices, keys, stacked, "fixed random gradients",
       device.str(), runtime.torch_threads, compat::torch_version(), optim_options.ns_dtype,
-      options.steps, options.warmup);
-  report.head = {{"model", net->arch().name()},        {"device", device.str()},
-                 {"threads", runtime.torch_threads},   {"torch", compat::torch_version()},
-                 {"ns_dtype", optim_options.ns_dtype}, {"steps", options.steps},
-                 {"warmup_steps", options.warmup},     {"tensors", infos.size()},
-                 {"muon_matrices", matrices},          {"keys", keys},
-                 {"stacked_buckets", stacked},         {"ns_gflop_per_step", gflop},
-                 {"load_average_before", load_before}, {"load_average_after", load_after}};
+      fmt::join(exact_kernels, ", "), exact_kernels.size() > 1 ? "s" : "", options.steps,
+      options.warmup);
+  report.head = {{"model", net->arch().name()},
+                 {"device", device.str()},
+                 {"threads", runtime.torch_threads},
+                 {"torch", compat::torch_version()},
+                 {"ns_dtype", optim_options.ns_dtype},
+                 {"ns_kernel", kernel},
+                 {"cpu_native_bf16_gemm", compat::cpu_has_native_bf16_gemm()},
+                 {"steps", options.steps},
+                 {"warmup_steps", options.warmup},
+                 {"tensors", infos.size()},
+                 {"muon_matrices", matrices},
+                 {"keys", keys},
+                 {"stacked_buckets", stacked},
+                 {"ns_gflop_per_step", gflop},
+                 {"load_average_before", load_before},
+                 {"load_average_after", load_after}};
   if (device.is_cpu()) report.head["sgemm_peak_gflops"] = peak;
   report.rows_key = "optimizers";
-  report.columns = {
-      {"optimizer", "name"},   {"median ms", "median_ms"},        {"range ms", ""}, {"", "min_ms"},
-      {"", "max_ms"},          {"ops/step", "op_calls_per_step"}, {"vs off", ""},   {"vs sgd", ""},
-      {"GFLOP/s", "ns_gflops"}};
+  report.columns = {{"optimizer", "name"},
+                    {"NS kernel", "ns_kernel"},
+                    {"median ms", "median_ms"},
+                    {"range ms", ""},
+                    {"", "min_ms"},
+                    {"", "max_ms"},
+                    {"ops/step", "op_calls_per_step"},
+                    {"vs off", ""},
+                    {"vs sgd", ""},
+                    {"GFLOP/s", "ns_gflops"}};
   for (size_t n = 0; n < contenders.size(); ++n) {
     const Timing& t = timed.timings[n];
     const double gflops = n == kSgd ? 0.0 : gflop / t.median_ms * 1e3;
-    report.rows.push_back({label(contenders[n]->name), number(t.median_ms, 2),
+    report.rows.push_back({label(contenders[n]->name), label(ns_kernel_of(*contenders[n], device)),
+                           number(t.median_ms, 2),
                            text(fmt::format("{:.2f}-{:.2f}", t.min_ms, t.max_ms)),
                            number(t.min_ms, 2), number(t.max_ms, 2), integer(contenders[n]->ops),
                            text(fmt::format("{:.2f}x", timed.ratio(n, kOff))),

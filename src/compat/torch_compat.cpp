@@ -92,7 +92,16 @@ bool cpu_has_fast_bf16_conv() {
 #if defined(__x86_64__) || defined(__i386__)
   return __builtin_cpu_supports("avx2");
 #else
-  return true;  // other architectures: leave the choice to LibTorch
+  return true;   // other architectures: leave the choice to LibTorch
+#endif
+}
+
+bool cpu_has_native_bf16_gemm() {
+#if defined(__x86_64__) || defined(__i386__)
+  // Every CPU with AMX-BF16 has AVX512-BF16 too, which oneDNN uses where the OS withholds AMX.
+  return __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
+#else
+  return false;  // unmeasured there: keep the emulated kernel
 #endif
 }
 

@@ -66,6 +66,15 @@ struct CpuVectorLevel {
 };
 CpuVectorLevel cpu_vector_level();
 
+// True where the CPU multiplies bf16 matrices in hardware, so that LibTorch's bf16 matmuls
+// (oneDNN's brgemm) beat detrain's fp32 kernel with emulated bf16 roundings: x86 with
+// AVX512-BF16 or AMX-BF16. Measured on an AMD EPYC Zen 4 (AVX512-BF16), yolo26n's
+// Newton-Schulz: native bf16 about half the emulated kernel's time; with oneDNN capped to
+// AVX512 without BF16 about 2.5x, and to AVX2 about 17x, slower than emulated
+// (docs/perf/2026-12-07-newton-schulz-native-bf16.md). Other architectures: false (unmeasured;
+// the emulated kernel is the measured and exact one).
+bool cpu_has_native_bf16_gemm();
+
 // Intra-op threads; set from the config, never left to LibTorch's default (which has changed
 // between versions).
 void set_num_threads(int threads);

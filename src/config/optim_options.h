@@ -15,6 +15,7 @@ struct OptimOptions {
   double sgd_w = 1.0;
   std::string bucketing = "exact";
   std::string ns_dtype = "bf16";
+  std::string ns_kernel = "auto";
   double cls_lr_mult = 3.0;
 
   template <class V>
@@ -33,6 +34,10 @@ struct OptimOptions {
       "MuSGD Newton-Schulz batching: exact (same-shape stacks) or off (per parameter)",
       Constraint::one_of({"exact", "off"}));
     v("ns_dtype", ns_dtype, "Newton-Schulz compute dtype", Constraint::one_of({"bf16", "fp32"}));
+    v("ns_kernel", ns_kernel,
+      "Newton-Schulz CPU kernel: native (LibTorch matmuls), emulated (fp32 gemms, bf16 rounding "
+      "in software), auto (native for bf16 on AVX512-BF16/AMX CPUs)",
+      Constraint::one_of({"auto", "native", "emulated"}));
     v("cls_lr_mult", cls_lr_mult, "learning-rate multiplier of the head's classification towers",
       Constraint::range(0, 100));
   }

@@ -79,9 +79,10 @@ torch::Tensor muon_momentum_update(const torch::Tensor& grad, const torch::Tenso
 }  // namespace
 
 torch::Tensor muon_update(const torch::Tensor& grad, const torch::Tensor& momentum, double beta,
-                          bool nesterov, torch::ScalarType ns_dtype) {
+                          bool nesterov, torch::ScalarType ns_dtype, NsKernel ns_kernel) {
   TORCH_CHECK(grad.dim() >= 2, "muon_update takes a matrix or conv weight, got ", grad.sizes());
-  const auto out = newton_schulz(muon_momentum_update(grad, momentum, beta, nesterov), ns_dtype);
+  const auto out =
+      newton_schulz(muon_momentum_update(grad, momentum, beta, nesterov), ns_dtype, ns_kernel);
   return scaled_update(out, grad.sizes(), grad.scalar_type());  // [rows, rest]
 }
 
@@ -146,7 +147,7 @@ void MuSGD::build_buckets() {
     const auto& p = groups_[g].slots[s].param;
     stacks.push_back({1, p.size(0), p.numel() / p.size(0)});
   }
-  plan_ = NewtonSchulzPlan(std::move(stacks), settings_.ns_dtype);
+  plan_ = NewtonSchulzPlan(std::move(stacks), settings_.ns_dtype, settings_.ns_kernel);
 }
 
 // Moves the members' parameters, gradients and momentum buffers into [k, ...] tensors and makes
@@ -255,9 +256,9 @@ void MuSGD::step() {
 // The reference's Muon-group body for one matrix: Muon step, then the SGD step whose decay uses
 // the already Muon-updated parameter.
 void MuSGD::step_matrix(const MuSGDOptions& o, Slot& slot) {
-  apply_matrix(
-      o, slot,
-      muon_update(slot.param.grad(), slot.muon_buffer, o.momentum, o.nesterov, settings_.ns_dtype));
+  apply_matrix(o, slot,
+               muon_update(slot.param.grad(), slot.muon_buffer, o.momentum, o.nesterov,
+                           settings_.ns_dtype, settings_.ns_kernel));
 }
 
 // step_matrix after the orthogonalisation: `update` [rows, rest] is muon_update's result.

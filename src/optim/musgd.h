@@ -43,6 +43,7 @@ struct MuSGDGroup {
 struct MuSGDSettings {
   Bucketing bucketing = Bucketing::kExact;
   torch::ScalarType ns_dtype = torch::kBFloat16;  // Newton-Schulz compute dtype
+  NsKernel ns_kernel = NsKernel::kAuto;           // Newton-Schulz CPU kernel
   std::string kind = "musgd";                     // reported by kind(); "sgd" for plain SGD
 };
 
@@ -51,7 +52,8 @@ struct MuSGDSettings {
 // orthogonalised on its (rows, rest) view, cast to the gradient's dtype and times
 // sqrt(max(1, size(-2) / size(-1))). Returns [rows, rest] in the gradient's dtype.
 torch::Tensor muon_update(const torch::Tensor& grad, const torch::Tensor& momentum, double beta,
-                          bool nesterov, torch::ScalarType ns_dtype);
+                          bool nesterov, torch::ScalarType ns_dtype,
+                          NsKernel ns_kernel = NsKernel::kAuto);
 
 // One exact-shape key among the Muon matrices: `count` matrices of `shape` in group `group`.
 struct MatrixKey {
@@ -99,6 +101,8 @@ class MuSGD : public GroupedOptimizer<MuSGDGroupState> {
   int64_t muon_matrices() const;
   size_t stacked_buckets() const { return buckets_.size(); }  // keys with >= 2 matrices
   const MuSGDSettings& settings() const { return settings_; }
+  // The Newton-Schulz kernel CPU matrices run with (native or emulated; settings' auto resolved).
+  NsKernel cpu_ns_kernel() const { return plan_.cpu_kernel(); }
 
  private:
   using Slot = MuSGDSlot;

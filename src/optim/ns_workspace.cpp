@@ -3,17 +3,16 @@
 #include "optim/ns_workspace.h"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
 #include "optim/newton_schulz.h"
+#include "optim/ns_schedule.h"
 
 namespace detrain::optim {
 
@@ -174,30 +173,19 @@ void iterate_all(const std::vector<NsWorkspace*>& workspaces, const NsCoefficien
   struct Item {
     NsWorkspace* ws;
     int64_t slice;
-    double cost;
   };
   // A slice's cost: its arithmetic plus its 15 gemm calls' fixed cost (~1 us per at::mm_out on
   // tiny matrices here, i.e. ~6e4 flop at the ~60 GFLOP/s a core reaches).
   constexpr double kCallCost = 6e4;
   std::vector<Item> items;
-  for (auto* ws : workspaces)
-    for (int64_t s = 0; s < ws->count(); ++s)
-      items.push_back({ws, s, ws->slice_flop() + 3 * kNsSteps * kCallCost});
-  std::stable_sort(items.begin(), items.end(),
-                   [](const Item& l, const Item& r) { return l.cost > r.cost; });
-  const int threads = at::in_parallel_region() ? 1 : std::max(1, at::get_num_threads());
-  std::vector<std::vector<Item>> lanes(static_cast<size_t>(threads));
-  std::vector<double> load(lanes.size(), 0.0);
-  for (const auto& item : items) {
-    const auto lane = std::min_element(load.begin(), load.end()) - load.begin();
-    lanes[lane].push_back(item);
-    load[lane] += item.cost;
+  std::vector<double> costs;
+  for (auto* ws : workspaces) {
+    for (int64_t s = 0; s < ws->count(); ++s) {
+      items.push_back({ws, s});
+      costs.push_back(ws->slice_flop() + 3 * kNsSteps * kCallCost);
+    }
   }
-  // Grain 1 over `threads` lanes: each intra-op thread takes exactly one lane.
-  at::parallel_for(0, threads, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t lane = begin; lane < end; ++lane)
-      for (const auto& item : lanes[lane]) item.ws->iterate(item.slice, k);
-  });
+  run_balanced(costs, [&](size_t i) { items[i].ws->iterate(items[i].slice, k); });
 }
 
 }  // namespace detrain::optim

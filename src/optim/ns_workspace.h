@@ -38,9 +38,8 @@ class NsWorkspace {
   at::Tensor a_, b_;  // [count, rows, rows]: A = X X^T and B
 };
 
-// iterate() on every slice of every workspace in one parallel region: slices go, largest
-// first, to the least loaded intra-op thread, each running its chain of single-threaded gemms
-// (small gemms scale poorly when BLAS threads each one).
+// iterate() on every slice of every workspace in one parallel region (ns_schedule: largest
+// first to the least loaded intra-op thread), each slice a chain of single-threaded gemms.
 void iterate_all(const std::vector<NsWorkspace*>& workspaces, const NsCoefficients& k);
 
 }  // namespace detrain::optim

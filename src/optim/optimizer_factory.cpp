@@ -42,6 +42,13 @@ torch::ScalarType parse_ns_dtype(const std::string& text) {
   throw ConfigError("optim.ns_dtype=" + text + " is unknown; use optim.ns_dtype=bf16 or fp32");
 }
 
+NsKernel parse_ns_kernel(const std::string& text) {
+  for (const auto kernel : {NsKernel::kAuto, NsKernel::kNative, NsKernel::kEmulated})
+    if (text == ns_kernel_name(kernel)) return kernel;
+  throw ConfigError("optim.ns_kernel=" + text +
+                    " is unknown; use optim.ns_kernel=auto, native or emulated");
+}
+
 std::unique_ptr<Optimizer> build_optimizer(const std::vector<model::ParamInfo>& params,
                                            const config::OptimOptions& options,
                                            const OptimizerRun& run) {
@@ -72,6 +79,7 @@ std::unique_ptr<Optimizer> build_optimizer(const std::vector<model::ParamInfo>& 
   musgd.kind = choice.kind;
   musgd.bucketing = parse_bucketing(options.bucketing);
   musgd.ns_dtype = parse_ns_dtype(options.ns_dtype);
+  musgd.ns_kernel = parse_ns_kernel(options.ns_kernel);
   std::vector<MuSGDGroup> sgd;
   for (const auto& g : groups) {
     MuSGDOptions o;

@@ -37,10 +37,12 @@ struct OptimizerChoice {
 OptimizerChoice choose_optimizer(const config::OptimOptions& options, int64_t total_iterations,
                                  int64_t nc);
 
-// optim.bucketing / optim.ns_dtype as enums; ConfigError naming the key and the valid values
-// otherwise (the config refuses such values first; these guard options built in code).
+// optim.bucketing / optim.ns_dtype / optim.ns_kernel as enums; ConfigError naming the key and
+// the valid values otherwise (the config refuses such values first; these guard options built
+// in code).
 Bucketing parse_bucketing(const std::string& text);
 torch::ScalarType parse_ns_dtype(const std::string& text);
+NsKernel parse_ns_kernel(const std::string& text);
 
 std::unique_ptr<Optimizer> build_optimizer(const std::vector<model::ParamInfo>& params,
                                            const config::OptimOptions& options,

@@ -90,10 +90,11 @@ MuSGDOptions muon_options(double momentum = 0.937, bool nesterov = true) {
 }
 
 MuSGD make_musgd(const std::vector<torch::Tensor>& params, MuSGDOptions o, Bucketing bucketing,
-                 torch::ScalarType ns = torch::kBFloat16) {
+                 torch::ScalarType ns = torch::kBFloat16, NsKernel kernel = NsKernel::kAuto) {
   MuSGDSettings settings;
   settings.bucketing = bucketing;
   settings.ns_dtype = ns;
+  settings.ns_kernel = kernel;
   return MuSGD({{"g", o, names_for(params.size(), "p"), params}}, settings);
 }
 
@@ -144,20 +145,25 @@ TEST_CASE("A key with one matrix takes the direct call: exact equals off bit for
   // Every shape once, so `exact` builds no stack; plus a vector.
   const std::vector<std::vector<int64_t>> shapes{
       {16, 3, 3, 3}, {64, 2}, {2, 64}, {32, 16, 1, 1}, {8}};
-  const auto off_params = random_params(shapes, 1);
-  const auto exact_params = clones(off_params);
-  auto off = make_musgd(off_params, muon_options(), Bucketing::kOff);
-  auto exact = make_musgd(exact_params, muon_options(), Bucketing::kExact);
-  CHECK(exact.stacked_buckets() == 0);
-  CHECK(exact.matrix_keys().size() == 4);
-  const auto grads = fixed_grads(off_params, 4, 2);
-  for (const auto& g : grads) {
-    set_grads(off_params, g);
-    set_grads(exact_params, g);
-    off.step();
-    exact.step();
+  for (const auto kernel : {NsKernel::kEmulated, NsKernel::kNative}) {
+    INFO(ns_kernel_name(kernel) << " kernel");
+    const auto off_params = random_params(shapes, 1);
+    const auto exact_params = clones(off_params);
+    auto off = make_musgd(off_params, muon_options(), Bucketing::kOff, torch::kBFloat16, kernel);
+    auto exact =
+        make_musgd(exact_params, muon_options(), Bucketing::kExact, torch::kBFloat16, kernel);
+    CHECK(exact.stacked_buckets() == 0);
+    CHECK(exact.matrix_keys().size() == 4);
+    CHECK(exact.cpu_ns_kernel() == kernel);
+    const auto grads = fixed_grads(off_params, 4, 2);
+    for (const auto& g : grads) {
+      set_grads(off_params, g);
+      set_grads(exact_params, g);
+      off.step();
+      exact.step();
+    }
+    require_identical(off_params, exact_params, "exact vs off");
   }
-  require_identical(off_params, exact_params, "exact vs off");
 }
 
 TEST_CASE("exact stays with off on yolo26n's smaller shapes (fp32 Newton-Schulz, 35 steps)",

@@ -38,7 +38,8 @@ double update_rel(const torch::Tensor& ours_now, const torch::Tensor& ours_befor
   return ((ours - ref).norm() / ref.norm()).item<double>();
 }
 
-void run_reference_steps(const std::string& bucketing, const std::string& ns_dtype) {
+void run_reference_steps(const std::string& bucketing, const std::string& ns_dtype,
+                         const std::string& ns_kernel) {
   const std::string path = test::golden("musgd_yolo26n.safetensors");
   const auto golden = model::read_safetensors(path);
   const auto subset =
@@ -58,6 +59,7 @@ void run_reference_steps(const std::string& bucketing, const std::string& ns_dty
   options.optimizer = "musgd";
   options.bucketing = bucketing;
   options.ns_dtype = ns_dtype;
+  options.ns_kernel = ns_kernel;
   OptimizerRun run;  // batch 16, accumulate 4, nbs 64: decay stays 5e-4
   auto opt = build_optimizer(infos, options, run);
 
@@ -75,7 +77,7 @@ void run_reference_steps(const std::string& bucketing, const std::string& ns_dty
     for (const auto& name : subset) {
       const auto ours = by_name.at(name).detach().clone();
       const auto ref = golden.at("param." + std::to_string(k) + "." + name);
-      INFO(bucketing << " " << ns_dtype << " step " << k << " " << name);
+      INFO(bucketing << " " << ns_dtype << " " << ns_kernel << " step " << k << " " << name);
       if (ours.dim() < 2) {
         const auto report = test::check_close(name, ours, ref, kSgdRel);
         INFO(report.details);
@@ -102,7 +104,7 @@ void run_reference_steps(const std::string& bucketing, const std::string& ns_dty
       ref_before[name] = ref;
     }
   }
-  std::cout << "MuSGD vs reference (" << bucketing << ", NS " << ns_dtype
+  std::cout << "MuSGD vs reference (" << bucketing << ", NS " << ns_dtype << " " << ns_kernel
             << "): Muon params max|dp| " << worst_abs << ", max ||d update||/||update|| "
             << worst_rel << "; vs variant_f32acc " << worst_abs_variant << " / "
             << worst_rel_variant << std::endl;
@@ -120,15 +122,29 @@ void run_reference_steps(const std::string& bucketing, const std::string& ns_dty
 
 }  // namespace
 
-TEST_CASE("MuSGD reproduces three reference steps (exact buckets, bf16 NS)", "[parity][musgd]") {
-  run_reference_steps("exact", "bf16");
+// Each Newton-Schulz kernel forced (the native one is there on every CPU, only slower without
+// bf16 instructions), so the cases hold whichever CPU runs them.
+TEST_CASE("MuSGD reproduces three reference steps (exact buckets, bf16 NS, emulated)",
+          "[parity][musgd]") {
+  run_reference_steps("exact", "bf16", "emulated");
 }
 
-TEST_CASE("MuSGD reproduces three reference steps (per-parameter path, bf16 NS)",
+TEST_CASE("MuSGD reproduces three reference steps (exact buckets, bf16 NS, native)",
           "[parity][musgd]") {
-  run_reference_steps("off", "bf16");
+  run_reference_steps("exact", "bf16", "native");
+}
+
+TEST_CASE("MuSGD reproduces three reference steps (per-parameter path, bf16 NS, emulated)",
+          "[parity][musgd]") {
+  run_reference_steps("off", "bf16", "emulated");
+}
+
+TEST_CASE("MuSGD reproduces three reference steps (per-parameter path, bf16 NS, native)",
+          "[parity][musgd]") {
+  run_reference_steps("off", "bf16", "native");
 }
 
 TEST_CASE("MuSGD with fp32 Newton-Schulz stays within the reference tolerance", "[parity][musgd]") {
-  run_reference_steps("exact", "fp32");
+  run_reference_steps("exact", "fp32", "emulated");
+  run_reference_steps("exact", "fp32", "native");
 }

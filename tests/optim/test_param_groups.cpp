@@ -182,4 +182,19 @@ TEST_CASE("Config values this build does not offer are refused with the key",
   CHECK_THROWS_AS(build_optimizer(test::yolo26n_params(), o, {}), ConfigError);
   CHECK_THROWS_WITH(parse_bucketing("padded"), Catch::Contains("optim.bucketing"));
   CHECK_THROWS_WITH(parse_ns_dtype("fp16"), Catch::Contains("optim.ns_dtype"));
+  CHECK_THROWS_WITH(parse_ns_kernel("fast"), Catch::Contains("optim.ns_kernel"));
+  o = musgd_options();
+  o.ns_kernel = "fast";
+  CHECK_THROWS_AS(build_optimizer(test::yolo26n_params(), o, {}), ConfigError);
+}
+
+TEST_CASE("optim.ns_kernel reaches MuSGD's Newton-Schulz", "[unit][param_groups]") {
+  for (const auto kernel : {NsKernel::kEmulated, NsKernel::kNative}) {
+    auto o = musgd_options();
+    o.ns_kernel = ns_kernel_name(kernel);
+    CHECK(parse_ns_kernel(o.ns_kernel) == kernel);
+    const auto opt = build_optimizer(test::yolo26n_params(), o, {});
+    CHECK(dynamic_cast<const MuSGD*>(opt.get())->cpu_ns_kernel() == kernel);
+  }
+  CHECK(parse_ns_kernel("auto") == NsKernel::kAuto);
 }
