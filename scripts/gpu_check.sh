@@ -4,7 +4,8 @@
 # and CI compile and link) and .gpu_bundle/ (scripts/gpu_bundle.sh), run the [gpu] and
 # [cuda-build] tests,
 # then `bench optim` and (when the tree has it) `bench step` in fresh processes alternating
-# MuSGD bucketing exact / off (ABBA, 5 pairs, one warm-up process first and excluded).
+# MuSGD bucketing exact / off (ABBA, 5 pairs, one warm-up process first and excluded), and a
+# 2-rank NCCL training where the machine has two GPUs (a note where it has one).
 # Writes env.txt, build/test logs, raw/*.json and summary.md under $OUT (default ./gpu_check_out).
 # Phases have their own time limits so the whole call stays well under 10 minutes.
 # GPU_CHECK_DRY=1 (CPU machine): reuses ./build, device cpu, one pair, to test the script itself.
@@ -113,6 +114,23 @@ if "$BUILD/detrain" bench --help 2>/dev/null | grep -qE '^ +step '; then
   abba step --device "$DEVICE" --model models/yolo26.yaml --scale n --batch 4 --imgsz 640 --data data/coco-mini.yaml
 else
   note "bench step: not in this tree (not listed by detrain bench --help); skipped"
+fi
+
+phase "2 ranks, NCCL"
+# NCCL refuses two ranks on one GPU, so the 2-process run needs two devices; with one it is a
+# note, never a pass. The run is a short coco-mini training through --nproc 2 (the reducer's
+# bucketed all-reduce over NCCL), its log kept as nccl.log.
+GPUS=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU ")
+if [ "${GPU_CHECK_DRY:-0}" = 1 ]; then
+  note "2 ranks, NCCL: dry run on the CPU; not run"
+elif [ "$GPUS" -lt 2 ]; then
+  note "2 ranks, NCCL: not run ($GPUS GPU here; NCCL needs one GPU per rank)"
+elif [ "$SECONDS" -ge "$BUDGET_S" ]; then
+  note "2 ranks, NCCL: time budget (${BUDGET_S} s) spent; not run"
+else
+  timeout 120 "$BUILD/detrain" train --nproc 2 -c configs/coco-mini.yaml runtime.device=cuda \
+    train.epochs=1 data.batch=8 data.imgsz=320 train.project="$OUT/nccl-run" >"$OUT/nccl.log" 2>&1
+  note "2 ranks, NCCL: rc $? ($(grep -m1 -oE "all-reduce[^;]*" "$OUT/nccl.log" || echo "see nccl.log"))"
 fi
 
 phase summary
