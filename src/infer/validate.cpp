@@ -123,7 +123,7 @@ std::vector<ImageDetections> detect_batch(model::YoloModelImpl& model, const tor
   {
     std::optional<compat::AutocastGuard> autocast;
     if (bf16) autocast.emplace(device.type(), torch::kBFloat16);
-    out = model.forward_eval(input, nms.max_det, one2one);
+    out = model.forward_eval(input, nms.max_det, one2one, nms.agnostic);
   }
   if (raw) *raw = out.raw;
   if (out.end2end)

@@ -237,7 +237,7 @@ TrainOutput HeadImpl::forward_train(const std::vector<torch::Tensor>& feats) {
 }
 
 EvalOutput HeadImpl::forward_eval(const std::vector<torch::Tensor>& feats, int64_t max_det,
-                                  bool one2one) {
+                                  bool one2one, bool agnostic) {
   TORCH_CHECK(feats.size() == options_.channels.size(), "head expects ", options_.channels.size(),
               " feature levels, got ", feats.size());
   EvalOutput out;
@@ -252,7 +252,7 @@ EvalOutput HeadImpl::forward_eval(const std::vector<torch::Tensor>& feats, int64
   TORCH_CHECK(top_k || one2many_.box,
               "this fused end-to-end model has no one-to-many branch to run NMS on");
   out.decoded = decode(top_k ? out.raw.one2one : out.raw.one2many, feats, /*xyxy=*/top_k);
-  if (top_k) topk(out, max_det);
+  if (top_k) topk(out, max_det, agnostic);
   out.end2end = top_k;
   return out;
 }
@@ -296,20 +296,29 @@ torch::Tensor HeadImpl::decode(const BranchOutput& branch, const std::vector<tor
   return torch::cat(columns, 1);  // [B, 4 + nc (+ K*ndim), A]
 }
 
-void HeadImpl::topk(EvalOutput& out, int64_t max_det) const {
+void HeadImpl::topk(EvalOutput& out, int64_t max_det, bool agnostic) const {
   const int64_t nc = options_.nc;
   const auto preds = out.decoded.permute({0, 2, 1});  // [B, A, 4 + nc (+ nk)]
   const int64_t batch = preds.size(0), anchors = preds.size(1);
   const int64_t k = std::min(max_det, anchors);
-  const auto boxes = preds.slice(2, 0, 4);        // [B, A, 4]
-  const auto scores = preds.slice(2, 4, 4 + nc);  // [B, A, nc]
-  // Best k anchors by their best class, then the best k (anchor, class) pairs among them.
-  const auto candidate = std::get<1>(std::get<0>(scores.max(-1)).topk(k)).unsqueeze(-1);  // [B,k,1]
-  const auto candidate_scores = scores.gather(1, candidate.repeat({1, 1, nc}));  // [B, k, nc]
-  auto [top_scores, flat_index] = candidate_scores.flatten(1).topk(k);           // [B, k]
-  const auto anchor_index = candidate.squeeze(-1).gather(1, flat_index.div(nc, "floor"));  // [B,k]
-  const auto classes = flat_index.remainder(nc).unsqueeze(-1).to(preds.scalar_type());  // [B,k,1]
-  const auto gather_rows = anchor_index.unsqueeze(-1);                                  // [B,k,1]
+  const auto boxes = preds.slice(2, 0, 4);          // [B, A, 4]
+  const auto scores = preds.slice(2, 4, 4 + nc);    // [B, A, nc]
+  torch::Tensor top_scores, anchor_index, classes;  // [B, k], [B, k], [B, k, 1]
+  if (agnostic) {
+    // The best k anchors by their best class, one row each.
+    auto [best, best_class] = scores.max(-1);  // [B, A]
+    std::tie(top_scores, anchor_index) = best.topk(k);
+    classes = best_class.gather(1, anchor_index).unsqueeze(-1).to(preds.scalar_type());
+  } else {
+    // Best k anchors by their best class, then the best k (anchor, class) pairs among them.
+    const auto candidate = std::get<1>(std::get<0>(scores.max(-1)).topk(k)).unsqueeze(-1);
+    const auto candidate_scores = scores.gather(1, candidate.repeat({1, 1, nc}));  // [B, k, nc]
+    torch::Tensor flat_index;                                                      // [B, k]
+    std::tie(top_scores, flat_index) = candidate_scores.flatten(1).topk(k);
+    anchor_index = candidate.squeeze(-1).gather(1, flat_index.div(nc, "floor"));
+    classes = flat_index.remainder(nc).unsqueeze(-1).to(preds.scalar_type());
+  }
+  const auto gather_rows = anchor_index.unsqueeze(-1);  // [B,k,1]
   std::vector<torch::Tensor> columns{boxes.gather(1, gather_rows.repeat({1, 1, 4})),
                                      top_scores.unsqueeze(-1), classes};
   if (options_.pose()) {

@@ -58,7 +58,8 @@ struct EvalOutput {
   // for the one-to-one branch, cx,cy,w,h otherwise),
   // sigmoid class scores, then keypoints (x px, y px, visibility probability) per keypoint.
   torch::Tensor decoded;
-  // end2end only: top-k rows over anchors x classes, score descending, k = min(max_det, A):
+  // end2end only: top-k rows over anchors x classes (agnostic: over anchors, each with its best
+  // class), score descending, k = min(max_det, A):
   // [B, k, 6 (+ K*3)] = x1, y1, x2, y2 (px), score, class index (as float) (, keypoints).
   torch::Tensor detections;
   torch::Tensor topk_anchor_index;  // [B, k] int64 anchor of each detection row (end2end)
@@ -91,8 +92,10 @@ class HeadImpl : public torch::nn::Module {
   // one-to-one branch predicts. `one2one`: which branch predicts for an end-to-end head (true:
   // the NMS-free one-to-one top-k; false: the one-to-many branch decoded as cx,cy,w,h for NMS,
   // what Ultralytics 8.4.190 validates by default); ignored by heads without it.
+  // `agnostic`: the one-to-one top-k takes each anchor's best class only, so no anchor gives two
+  // rows (8.4.190's Detect.get_topk_index under agnostic_nms=True).
   EvalOutput forward_eval(const std::vector<torch::Tensor>& feats, int64_t max_det,
-                          bool one2one = true);
+                          bool one2one = true, bool agnostic = false);
 
   // Box bias 2.0 and class prior log(5 / nc / (640 / stride)^2) on both branches.
   void bias_init();
@@ -116,7 +119,7 @@ class HeadImpl : public torch::nn::Module {
   // xyxy: boxes as x1,y1,x2,y2 (the one-to-one branch) or cx,cy,w,h (for NMS).
   torch::Tensor decode(const BranchOutput& branch, const std::vector<torch::Tensor>& feats,
                        bool xyxy);
-  void topk(EvalOutput& out, int64_t max_det) const;
+  void topk(EvalOutput& out, int64_t max_det, bool agnostic) const;
   void make_towers(Branch& branch);
 
   HeadOptions options_;

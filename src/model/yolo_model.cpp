@@ -68,8 +68,9 @@ TrainOutput YoloModelImpl::forward_train(const torch::Tensor& images) {
   return head_->forward_train(head_inputs(images));
 }
 
-EvalOutput YoloModelImpl::forward_eval(const torch::Tensor& images, int64_t max_det, bool one2one) {
-  return head_->forward_eval(head_inputs(images), max_det, one2one);
+EvalOutput YoloModelImpl::forward_eval(const torch::Tensor& images, int64_t max_det, bool one2one,
+                                       bool agnostic) {
+  return head_->forward_eval(head_inputs(images), max_det, one2one, agnostic);
 }
 
 std::vector<ParamInfo> YoloModelImpl::param_infos() const {

@@ -28,8 +28,10 @@ class YoloModelImpl : public torch::nn::Module {
   // Training graph of every branch (what the loss consumes); BN follows the module's mode.
   TrainOutput forward_train(const torch::Tensor& images);
   // Inference graph: decoded predictions, plus top-k detections for end2end models.
-  // one2one: see HeadImpl::forward_eval (false: the one-to-many branch + NMS decode).
-  EvalOutput forward_eval(const torch::Tensor& images, int64_t max_det = 300, bool one2one = true);
+  // one2one, agnostic: see HeadImpl::forward_eval (one2one false: the one-to-many branch + NMS
+  // decode; agnostic: a class-agnostic one-to-one top-k).
+  EvalOutput forward_eval(const torch::Tensor& images, int64_t max_det = 300, bool one2one = true,
+                          bool agnostic = false);
 
   // Every parameter in the reference's named_parameters() order, with its role taken from the
   // owning module's type: BatchNorm -> in_norm, head cls towers -> in_cls_tower, frozen ->

@@ -295,3 +295,30 @@ TEST_CASE("GFLOPs counting leaves BN statistics and the training mode alone", "[
   CHECK(at_320 < at_640 / 4);
   CHECK(at_320 > at_640 / 4 * 0.98);
 }
+
+TEST_CASE("the class-agnostic end-to-end top-k takes each anchor's best class once",
+          "[unit][model]") {
+  auto model = build("models/yolo26.yaml", "n", 3);
+  randomize_batchnorm(*model, 7);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const auto images = torch::rand({2, 3, 64, 64});
+  const auto out = model->forward_eval(images, 20, /*one2one=*/true, /*agnostic=*/true);
+  const auto aware = model->forward_eval(images, 20, /*one2one=*/true, /*agnostic=*/false);
+  REQUIRE(out.detections.size(1) == 20);
+  for (int64_t b = 0; b < 2; ++b) {
+    const auto scores = out.decoded[b].slice(0, 4, 7);  // [nc, A]
+    const auto [best, best_class] = scores.max(0);      // [A]
+    const auto [want, want_anchor] = best.topk(20);
+    // The 20 anchors whose best class scores highest, in that order, each with that class.
+    CHECK(torch::equal(out.topk_anchor_index[b], want_anchor));
+    CHECK(torch::equal(out.detections[b].select(1, 4), want));
+    CHECK(torch::equal(out.detections[b].select(1, 5),
+                       best_class.index_select(0, want_anchor).to(torch::kFloat)));
+  }
+  // The class-aware top-k of this model gives some anchor two rows, so the two differ.
+  bool repeated = false;
+  for (int64_t b = 0; b < 2; ++b)
+    repeated = repeated || std::get<0>(at::_unique(aware.topk_anchor_index[b])).numel() < 20;
+  CHECK(repeated);
+}
