@@ -167,15 +167,19 @@ def release_env(out, site):
 def spread_scores(trainer):
     """Before the epoch (a trainer callback, no change to the release's code): the class convs of the head, in
     the model and its EMA, scaled x10 and shifted +4, so that a one-epoch model scores boxes across (0, 1)
-    instead of every score equal to the bias prior (1.6e-4 for 80 classes): predict's ranking all ties."""
+    instead of every score equal to the bias prior (1.6e-4 for 80 classes): predict's ranking all ties. An
+    end-to-end head's one-to-one class convs (YOLO26's one2one_cv3, a copy of cv3 at start) too, shifted +5
+    instead, so that nms=False ranks decisively and its scores differ from the one-to-many branch's."""
     import torch
 
     models = [trainer.model] + ([trainer.ema.ema] if getattr(trainer, "ema", None) else [])
     with torch.no_grad():
         for model in models:
-            for tower in model.model[-1].cv3:
-                tower[-1].weight.mul_(10)
-                tower[-1].bias.add_(4)
+            head = model.model[-1]
+            for towers, shift in ((head.cv3, 4), (getattr(head, "one2one_cv3", None) or [], 5)):
+                for tower in towers:
+                    tower[-1].weight.mul_(10)
+                    tower[-1].bias.add_(shift)
 
 
 def worker(version, out, data):

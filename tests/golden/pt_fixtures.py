@@ -15,6 +15,7 @@ Writes, under --out:
   yolo11n-predict/last.pt  YOLO11n trained (500 epochs, 128 px) on 4 coco-mini val photos until it finds
                            objects, and last.pt.predict.json: YOLO(last.pt).predict on the 48 val photos
                            (the settings are its MANIFEST entry's "predict")
+  yolo11n-pose-predict/last.pt  the same for YOLO11n-pose on the first 4 photos of the pose split's val
   MANIFEST.json            every file with its model, task, nc, names and scale
 Nothing here is committed: the data are coco-mini's (see README's data rules).
 """
@@ -130,36 +131,45 @@ def reference_outputs(path, out_prefix, val_images=None):
     return model
 
 
-def predict_fixture(out, root, val_images, record, manifest):
-    """yolo11n-predict/last.pt: overfitted on the first photos of val so that predict has boxes."""
+def predict_fixture(out, root, kind, record, manifest):
+    """<model>-predict/last.pt (yolo11n-predict for detect, yolo11n-pose-predict for pose): overfitted on the first
+    photos of the kind's val split so that predict and val score decisively (a one-epoch model's scores are
+    image-independent: equal boxes tie and each sort keeps its own)."""
     from ultralytics import YOLO
 
     start = time.perf_counter()
-    tiny = os.path.join(out, "tiny")
+    model_name = "yolo11n-pose" if kind == "pose" else "yolo11n"
+    name = f"{model_name}-predict"
+    val_dir = os.path.join(root, kind, "images", "val")
+    val_images = sorted(os.path.join(val_dir, f) for f in os.listdir(val_dir))
+    tiny = os.path.join(out, f"tiny-{kind}")
     shutil.rmtree(tiny, ignore_errors=True)
     for sub in ("images", "labels"):
         os.makedirs(os.path.join(tiny, sub, "train"))
-    labels = os.path.join(root, "detect", "labels", "val")
-    for image in val_images[:PREDICT_PHOTOS]:
-        stem = os.path.splitext(os.path.basename(image))[0]
+    labels = os.path.join(root, kind, "labels", "val")
+    stem_of = lambda image: os.path.splitext(os.path.basename(image))[0]  # noqa: E731
+    labelled = [i for i in val_images if os.path.exists(os.path.join(labels, stem_of(i) + ".txt"))]
+    for image in labelled[:PREDICT_PHOTOS]:  # the pose split's photos without people have no label file
+        stem = stem_of(image)
         os.symlink(os.path.realpath(image), os.path.join(tiny, "images", "train", os.path.basename(image)))
         shutil.copy(os.path.join(labels, stem + ".txt"), os.path.join(tiny, "labels", "train"))
-    with open(os.path.join(root, "detect.yaml")) as f:
-        names = f.read().split("names:", 1)[1]
+    # The kind's own data YAML (names, and kpt_shape / flip_idx for pose) on the tiny split.
+    with open(os.path.join(root, f"{kind}.yaml")) as f:
+        rest = [line for line in f.read().splitlines() if not line.startswith(("path:", "train:", "val:"))]
     with open(os.path.join(tiny, "data.yaml"), "w") as f:
-        f.write(f"path: {tiny}\ntrain: images/train\nval: images/train\nnames:{names}")
-    run = os.path.join(out, "runs", "yolo11n-predict")
+        f.write("\n".join([f"path: {tiny}", "train: images/train", "val: images/train", *rest]) + "\n")
+    run = os.path.join(out, "runs", name)
     shutil.rmtree(run, ignore_errors=True)
     torch.manual_seed(0)
-    YOLO("yolo11n.yaml").train(data=os.path.join(tiny, "data.yaml"), workers=0, device="cpu", plots=False,
-                               amp=False, project=os.path.join(out, "runs"), name="yolo11n-predict",
-                               exist_ok=True, verbose=False, seed=0, deterministic=False, **PREDICT_TRAIN)
-    dst = os.path.join(out, "yolo11n-predict")
+    YOLO(f"{model_name}.yaml").train(data=os.path.join(tiny, "data.yaml"), workers=0, device="cpu", plots=False,
+                                     amp=False, project=os.path.join(out, "runs"), name=name, exist_ok=True,
+                                     verbose=False, seed=0, deterministic=False, **PREDICT_TRAIN)
+    dst = os.path.join(out, name)
     os.makedirs(dst, exist_ok=True)
     shutil.copy(os.path.join(run, "weights", "last.pt"), os.path.join(dst, "last.pt"))
-    file = "yolo11n-predict/last.pt"
-    record(file, "yolo11n", reference_outputs(os.path.join(dst, "last.pt"), os.path.join(dst, "last.pt"),
-                                              val_images))
+    file = f"{name}/last.pt"
+    record(file, model_name, reference_outputs(os.path.join(dst, "last.pt"), os.path.join(dst, "last.pt"),
+                                               val_images))
     manifest[file]["predict"] = PREDICT
     print(f"pt fixtures: {file} in {time.perf_counter() - start:.1f} s", flush=True)
 
@@ -197,8 +207,6 @@ def main():
     SETTINGS.update({"sync": False})  # no telemetry from a test build
     root = yolo_copy(os.path.abspath(args.data), out)
     manifest = {}
-    val_dir = os.path.join(root, "detect", "images", "val")
-    val_images = sorted(os.path.join(val_dir, f) for f in os.listdir(val_dir))
 
     def record(file, name, model):
         manifest[file] = {"model": name, "task": "pose" if "pose" in name else "detect", "nc": int(model.yaml["nc"]),
@@ -234,7 +242,8 @@ def main():
             file = f"{name}-trained/{w}"
             record(file, name, reference_outputs(os.path.join(dst, w), os.path.join(dst, w)))
         print(f"pt fixtures: {name} trained in {time.perf_counter() - start:.1f} s", flush=True)
-    predict_fixture(out, root, val_images, record, manifest)
+    for kind in ("detect", "pose"):
+        predict_fixture(out, root, kind, record, manifest)
     bad_files(out, os.path.join(out, "yolo11n-random.pt"))
     with open(os.path.join(out, "MANIFEST.json.tmp"), "w") as f:
         json.dump(manifest, f, indent=1)

@@ -19,6 +19,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The threshold of the agnostic top-k case (below). That fixture's one-to-one scores lie in
+// 0.0015-0.024 (a one-epoch model); at 0.005 1625 anchors pass, at most 125 a photo, so max_det
+// never cuts into equal scores, while the class-aware top-k fills its 300 rows a photo.
+constexpr double kAgnosticConf = 0.005;
+
 struct Detection {
   std::array<double, 4> xyxy{};
   double score = 0;
@@ -180,21 +185,21 @@ std::map<std::string, std::vector<Detection>> predict(
   return ours(dir.file(out));
 }
 
-// YOLO(fixture).predict(images, ...) at `settings`, with nms=False when `nms_false`, run now by
-// the reference (tests/weights/yolo_predict_reference.py); its detections.
-std::map<std::string, std::vector<Detection>> predict_reference(const std::string& fixture,
-                                                                const std::string& images,
-                                                                const nlohmann::json& settings,
-                                                                bool nms_false,
-                                                                const test::TempDir& dir) {
-  const std::string out = dir.file(nms_false ? "reference-nms-false.json" : "reference.json");
+// YOLO(fixture).predict(images, ...) at `settings`, with nms=False when `nms_false` and
+// agnostic_nms=True when `agnostic`, run now by the reference
+// (tests/weights/yolo_predict_reference.py); its detections.
+std::map<std::string, std::vector<Detection>> predict_reference(
+    const std::string& fixture, const std::string& images, const nlohmann::json& settings,
+    bool nms_false, const test::TempDir& dir, bool agnostic = false) {
+  const std::string out = dir.file(std::string(nms_false ? "reference-nms-false" : "reference") +
+                                   (agnostic ? "-agnostic" : "") + ".json");
   const auto run = test::run_command(
       "'" + test::reference_python() + "' '" + source_dir() +
       "/tests/weights/yolo_predict_reference.py' --model '" + fixture + "' --source '" + images +
       "' --imgsz " + std::to_string(settings["imgsz"].get<int>()) + " --conf " +
       std::to_string(settings["conf"].get<double>()) + " --max-det " +
       std::to_string(settings["max_det"].get<int>()) + (nms_false ? " --nms false" : "") +
-      " --out '" + out + "'");
+      (agnostic ? " --agnostic" : "") + " --out '" + out + "'");
   INFO(run.output);
   REQUIRE(run.exit_code == 0);
   return reference_file(out);
@@ -284,17 +289,16 @@ TEST_CASE("detrain predict of every release's .pt equals 8.4.190's YOLO(X).predi
 }
 
 // 8.4.190 runs an end-to-end model's NMS-free one-to-one head when given nms=False, and so does
-// detrain predict. The fixture is the corpus's one-epoch YOLO26 pose model: its one-to-one
-// scores are all near 0.0123 (its class convs were not spread), so the threshold is 0.005,
-// where it keeps about 20 boxes a photo.
+// detrain predict. The fixture is the corpus's one-epoch YOLO26 pose model, whose one-to-one
+// class convs were spread too (pt_corpus.py): at the corpus's threshold 0.25 it keeps 1625 boxes,
+// at most 125 a photo, so max_det never cuts into equal scores.
 TEST_CASE("detrain predict nms=False equals 8.4.190's YOLO(X).predict(nms=False) for a YOLO26 .pt",
           "[parity][pt][predict][corpus][slow]") {
   const std::string root = fs::path(test::golden("pt-corpus/MANIFEST.json")).parent_path();
   const std::string fixture = root + "/8.4.190/yolo26n-pose/last.pt";
   const std::string images = root + "/data/val-photos";
-  nlohmann::json settings =
+  const nlohmann::json settings =
       read_json(root + "/MANIFEST.json")["files"]["8.4.190/yolo26n-pose/last.pt"]["predict"];
-  settings["conf"] = 0.005;
   test::TempDir dir;
   const auto want = predict_reference(fixture, images, settings, /*nms_false=*/true, dir);
   const auto got = predict(fixture, images, settings, dir, "nms=False");
@@ -304,7 +308,7 @@ TEST_CASE("detrain predict nms=False equals 8.4.190's YOLO(X).predict(nms=False)
   const double tol = 1e-5 + 1e-3 * conf * 10;
   const Agreement a = compare(want, got, conf, tol);
   for (const auto& miss : a.misses) FAIL_CHECK(miss);
-  CHECK(a.reference_boxes >= 100);        // 325 at 0.005 (20 or so on each photo)
+  CHECK(a.reference_boxes >= 100);        // 1625 at 0.25 (at most 125 a photo)
   CHECK(a.matched == a.reference_boxes);  // top-k, no NMS: no ties to decide
   CHECK(a.extra == 0);
   CHECK(a.with_keypoints >= a.matched);
@@ -318,4 +322,40 @@ TEST_CASE("detrain predict nms=False equals 8.4.190's YOLO(X).predict(nms=False)
   WARN("nms=False: " << a.matched << " of " << a.reference_boxes
                      << " reference boxes matched; keypoints within " << a.keypoint_px
                      << " px; the default branch matched " << d.matched);
+}
+
+// 8.4.190's one-to-one top-k under agnostic_nms=True takes each anchor's best class only
+// (Detect.get_topk_index); without it an anchor can give a row for each of several classes. The
+// fixture is the corpus's one-epoch 80-class YOLO26 detector, whose one-to-one class scores are
+// close together, so at a low threshold many anchors pass with more than one class.
+TEST_CASE("detrain predict nms=False agnostic_nms=True equals 8.4.190's class-agnostic top-k",
+          "[parity][pt][predict][corpus][slow]") {
+  const std::string root = fs::path(test::golden("pt-corpus/MANIFEST.json")).parent_path();
+  const std::string file = "8.4.190/yolo26-custom/last.pt";
+  const std::string fixture = root + "/" + file;
+  const std::string images = root + "/data/val-photos";
+  nlohmann::json settings = read_json(root + "/MANIFEST.json")["files"][file]["predict"];
+  REQUIRE(read_json(root + "/MANIFEST.json")["files"][file]["nc"].get<int>() == 80);
+  settings["conf"] = kAgnosticConf;
+  test::TempDir dir;
+  const auto want = predict_reference(fixture, images, settings, /*nms_false=*/true, dir,
+                                      /*agnostic=*/true);
+  const auto got = predict(fixture, images, settings, dir, "nms=False agnostic_nms=True");
+  REQUIRE(got.size() == want.size());
+  const double conf = settings["conf"].get<double>();
+  const double tol = 1e-5 + 1e-3 * conf * 10;  // the corpus test's tolerance
+  const Agreement a = compare(want, got, conf, tol);
+  for (const auto& miss : a.misses) FAIL_CHECK(miss);
+  CHECK(a.reference_boxes >= 100);
+  CHECK(a.matched == a.reference_boxes);
+  CHECK(a.extra == 0);
+  // The class-aware top-k keeps other rows here (an anchor's second class), so the check above
+  // fails for a detrain that ignored agnostic_nms with nms=False.
+  const auto aware = predict(fixture, images, settings, dir, "nms=False", "aware");
+  size_t aware_rows = 0;
+  for (const auto& [photo, rows] : aware) aware_rows += rows.size();
+  CHECK(aware_rows > a.reference_boxes);
+  WARN("nms=False agnostic_nms=True: " << a.matched << " of " << a.reference_boxes
+                                       << " reference boxes matched; class-aware top-k: "
+                                       << aware_rows << " rows");
 }
