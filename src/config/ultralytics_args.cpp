@@ -211,7 +211,8 @@ const Arg kArgs[] = {
     {"augment", "False", Value::kUnsupported, nullptr, 0,
      "test-time augmentation is not supported"},
     {"agnostic_nms", "False", Value::kBool, "val.agnostic_nms", kTVP, "", nullptr, 0,
-     "detrain export embeds no NMS"},
+     "NMS across classes; with `nms=False` the end-to-end top-k takes each anchor's best class "
+     "once, as 8.4.190; detrain export embeds no NMS"},
     {"classes", "None", Value::kUnsupported, nullptr, 0,
      "not supported yet (filtering detections by class)"},
     {"retina_masks", "False", Value::kUnsupported, nullptr, 0, kSegment},

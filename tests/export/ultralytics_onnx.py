@@ -181,20 +181,30 @@ def cmd_yolo_copy(data_root, out):
     return {"root": yolo_copy(os.path.abspath(data_root), os.path.abspath(out))}
 
 
-README_NMS_PREFIX = 'the same first\nsix lines with `"yolo11n.onnx"`, then'
+EXPORT_NMS_PREFIX = 'keep its first six lines with\n`"yolo11n.onnx"`, then'
+
+
+def python_blocks(text, heading, level):
+    """The ```python blocks of the section of `text` under `heading` (a line starting with it),
+    up to the next heading of that level or higher."""
+    section = text[text.index("\n" + heading) + 1:]
+    section = section[: min([i for i in (section.find("\n" + "#" * n + " ", 1) for n in range(1, level + 1))
+                             if i > 0] or [len(section)])]
+    return section, [b.split("```", 1)[0] for b in section.split("```python\n")[1:]]
 
 
 def readme_snippets(readme):
-    """The README's two onnxruntime programs as a user copies them: the end-to-end block, and the
-    NMS block after the end-to-end block's first six lines with yolo11n.onnx (as the README says)."""
-    text = open(readme).read()
-    export = text[text.index("## Export"):]
-    export = export[: export.index("\n## ", 1)]
-    blocks = [b.split("```", 1)[0] for b in export.split("```python\n")[1:]]
-    if len(blocks) != 2 or " ".join(README_NMS_PREFIX.split()) not in " ".join(export.split()):
-        raise SystemExit("README.md's Export section no longer has the two onnxruntime blocks this test runs")
-    head = blocks[0].splitlines(keepends=True)[:6]
-    return blocks[0], "".join(head).replace('"yolo26n.onnx"', '"yolo11n.onnx"') + blocks[1]
+    """The two onnxruntime programs as a user copies them: the README's end-to-end block, and
+    docs/export.md's NMS block after the end-to-end block's first six lines with yolo11n.onnx (as
+    that section says)."""
+    _, e2e = python_blocks(open(readme).read(), "## Export", 2)
+    guide = os.path.join(os.path.dirname(os.path.abspath(readme)), "docs", "export.md")
+    section, nms = python_blocks(open(guide).read(), "### onnxruntime and an NMS model", 3)
+    if len(e2e) != 1 or len(nms) != 1 or " ".join(EXPORT_NMS_PREFIX.split()) not in " ".join(section.split()):
+        raise SystemExit("README.md's Export section or docs/export.md's NMS section no longer has the "
+                         "onnxruntime block this test runs")
+    head = e2e[0].splitlines(keepends=True)[:6]
+    return e2e[0], "".join(head).replace('"yolo26n.onnx"', '"yolo11n.onnx"') + nms[0]
 
 
 SNIPPET_LINE = re.compile(r"^(.*) (\d+\.\d{3}) \[(.*)\]$")
