@@ -181,6 +181,9 @@ Kind add_step(CLI::App& parent) {
   app->add_option("--precision", lists->first,
                   "comma list of fp32, bf16, bf16-always, auto (what train chooses here; default "
                   "fp32,bf16)");
+  app->add_option("--profile", o->profile,
+                  "also list the N operators with the most self time per step (one-rank rows)")
+      ->check(CLI::Range(1, 1000));
   app->add_option("--memory-format", *memory_formats,
                   "comma list of auto, nchw, nhwc, one run each (default runtime.memory_format)");
   app->add_option("--nproc", lists->second,

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "bench/abba.h"
+#include "bench/op_profile.h"
 #include "common/cores.h"
 #include "common/cpu_features.h"
 #include "common/errors.h"
@@ -31,6 +32,10 @@ struct StepResult {
   double thread_cpu_ms = 0;  // median CPU time of the training thread per iteration (1 rank)
   double data_wait_share = 0, images_per_s = 0;
   int64_t steps = 0;
+  // --profile: the timed iterations' heaviest operators, their span and the part inside any
+  // operator (the rest is the loop's own code and the wait for data).
+  std::vector<OpTime> profile;
+  double profile_span_ms = 0, profile_in_ops_ms = 0;
   int64_t threads = 0;  // LibTorch intra-op threads of the run (runtime.threads; 0 = every core)
 };
 
@@ -102,21 +107,36 @@ StepResult measure(const StepBenchOptions& o, const std::string& precision,
   const auto overrides = run_overrides(o, precision, memory_format, scratch.path(), name);
   const config::ResolvedConfig resolved = config::resolve(o.config_file, overrides);
   std::string run_dir = scratch.path() + "/" + name;
+  StepResult r;
   std::vector<double> cpu_ms;  // training thread, from one iteration's start to the next's
   if (nproc > 1) {
     run_ranks(o, nproc, overrides, scratch, name);
   } else {
     train::TrainRequest request;
     request.config = resolved;
-    request.callbacks.should_stop = train::stop_after(o.warmup + o.steps);
+    std::unique_ptr<OpProfiler> profiler;  // on the training thread, over the timed iterations
+    request.callbacks.should_stop =
+        [&, stop = train::stop_after(o.warmup + o.steps)](const train::IterationInfo& info) {
+          const bool done = stop(info);
+          if (done && profiler) profiler->stop();
+          return done;
+        };
     double last = -1;
     request.callbacks.before_iteration = [&](const train::IterationInfo& info) {
       const double now = thread_cpu_ms();
       if (last >= 0 && info.iterations_this_process > o.warmup) cpu_ms.push_back(now - last);
       last = now;
+      if (o.profile > 0 && !profiler && info.iterations_this_process == o.warmup)
+        profiler = std::make_unique<OpProfiler>();
     };
     request.print_config = false;
     run_dir = train::run_training(request).run_dir;
+    if (profiler) {
+      profiler->stop();
+      r.profile = profiler->top(o.profile);
+      r.profile_span_ms = profiler->span_ms();
+      r.profile_in_ops_ms = profiler->total_self_ms();
+    }
   }
   const model::Precision runs_as = model::effective_precision(
       model::parse_precision(precision), compat::parse_device(resolved.experiment.runtime.device));
@@ -134,7 +154,6 @@ StepResult measure(const StepBenchOptions& o, const std::string& precision,
     total_ms += ms.back();
   }
   if (ms.empty()) throw DataError("bench step: no iteration was measured; raise --steps");
-  StepResult r;
   r.precision = precision;
   r.nproc = nproc;
   r.runs_as = model::precision_name(runs_as);
@@ -147,6 +166,34 @@ StepResult measure(const StepBenchOptions& o, const std::string& precision,
   r.data_wait_share = total_ms > 0 ? wait_ms / total_ms : 0;
   r.images_per_s = total_ms > 0 ? 1e3 * static_cast<double>(o.batch * r.steps) / total_ms : 0;
   return r;
+}
+
+// The profile of one row: JSON per operator, and the note lines of the text table.
+Json profile_json(const StepResult& r) {
+  Json ops = Json::array();
+  const double steps = static_cast<double>(r.steps);
+  for (const OpTime& t : r.profile)
+    ops.push_back({{"op", t.name},
+                   {"self_ms_per_step", t.self_ms / steps},
+                   {"share", r.profile_span_ms > 0 ? t.self_ms / r.profile_span_ms : 0.0},
+                   {"calls_per_step", static_cast<double>(t.calls) / steps}});
+  return {{"span_ms_per_step", r.profile_span_ms / steps},
+          {"in_ops_ms_per_step", r.profile_in_ops_ms / steps},
+          {"ops", ops}};
+}
+
+void add_profile_notes(const StepResult& r, std::vector<std::string>& notes) {
+  const double steps = static_cast<double>(r.steps);
+  notes.push_back(fmt::format(
+      "profile, {} {} (self time per step; {:.1f} ms a step under the profiler, {:.1f} % of it "
+      "inside operators):",
+      r.runs_as, r.memory_format, r.profile_span_ms / steps,
+      r.profile_span_ms > 0 ? 100 * r.profile_in_ops_ms / r.profile_span_ms : 0.0));
+  for (const OpTime& t : r.profile)
+    notes.push_back(fmt::format("  {:<44} {:>8.1f} ms {:>5.1f} % {:>7.1f} calls", t.name,
+                                t.self_ms / steps,
+                                r.profile_span_ms > 0 ? 100 * t.self_ms / r.profile_span_ms : 0.0,
+                                static_cast<double>(t.calls) / steps));
 }
 
 }  // namespace
@@ -174,8 +221,10 @@ Report bench_step(const StepBenchOptions& options) {
   report.columns.push_back({"", "isa"});
   report.columns.push_back({"threads", "threads"});
   report.columns.push_back({"", "openmp_wait"});
+  if (options.profile > 0) report.columns.push_back({"", "profile"});
   report.notes.push_back(fmt::format("CPU: {}, {}", cpu_model_name(), isa));
   report.notes.push_back("OpenMP wait: " + openmp);
+  std::vector<std::string> profile_notes;
   for (const int64_t nproc : options.nprocs)
     for (const std::string& precision : options.precisions)
       for (const std::string& memory_format : options.memory_formats) {
@@ -194,7 +243,13 @@ Report bench_step(const StepBenchOptions& options) {
                                label(isa),
                                integer(r.threads),
                                label(openmp)});
+        if (options.profile > 0) {
+          // Rows of several ranks run in another process: no profile there (null).
+          report.rows.back().push_back({r.profile.empty() ? Json() : profile_json(r), ""});
+          if (!r.profile.empty()) add_profile_notes(r, profile_notes);
+        }
       }
+  report.notes.insert(report.notes.end(), profile_notes.begin(), profile_notes.end());
   return report;
 }
 

@@ -55,6 +55,34 @@ TEST_CASE("bench step runs precision auto and says what it ran with", "[smoke][b
                                Catch::Contains("CPU: "));
 }
 
+TEST_CASE("bench step --profile lists the heaviest operators of a step", "[smoke][bench]") {
+  const auto r = run_detrain(
+      "bench step -m models/yolo26.yaml --data data/coco-mini.yaml --imgsz 64 --batch 2 "
+      "--steps 2 --warmup 1 --precision fp32 --profile 5 runtime.threads=1 --json");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  const size_t at = r.output.find("[\n  {");
+  REQUIRE(at != std::string::npos);
+  const auto rows = nlohmann::json::parse(r.output.substr(at));
+  REQUIRE(rows.size() == 1);
+  const auto& profile = rows[0]["profile"];
+  REQUIRE(profile["ops"].size() == 5);
+  double previous = 1e300, shares = 0;
+  bool convolution = false;
+  for (const auto& op : profile["ops"]) {
+    CHECK(op["self_ms_per_step"].get<double>() <= previous);
+    previous = op["self_ms_per_step"].get<double>();
+    shares += op["share"].get<double>();
+    convolution =
+        convolution || op["op"].get<std::string>().find("convolution") != std::string::npos;
+  }
+  CHECK(convolution);  // a conv net's step: convolutions among its five heaviest operators
+  CHECK(shares <= 1.0);
+  CHECK(profile["in_ops_ms_per_step"].get<double>() <= profile["span_ms_per_step"].get<double>());
+  // The step the profile spans is the step the table times, within the profiler's own cost.
+  CHECK(profile["span_ms_per_step"].get<double>() > 0.5 * rows[0]["min_ms"].get<double>());
+}
+
 TEST_CASE("bench step names the log of a failed multi-rank run", "[smoke][bench]") {
   const auto r = run_detrain(
       "bench step --data data/missing.yaml --steps 1 --warmup 0 --precision fp32 --nproc 2");
