@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/errors.h"
+#include "model/batchnorm_fixtures.h"
 #include "model/channels_last.h"
 #include "model/memory_format.h"
 #include "model/state_dict.h"
@@ -13,6 +14,7 @@
 
 using namespace detrain;
 using namespace detrain::model;
+using detrain::test::randomize_batchnorm;
 
 namespace {
 
@@ -31,20 +33,6 @@ YoloModel twin(const std::string& arch, const YoloModelImpl& source, MemoryForma
   load_state_dict(*copy, state, "the source model");
   copy->set_memory_format(format);
   return copy;
-}
-
-// Random affine BN parameters and running statistics, so BN is far from identity.
-void randomize_batchnorm(YoloModelImpl& model, uint64_t seed) {
-  torch::NoGradGuard no_grad;
-  auto generator = torch::make_generator<at::CPUGeneratorImpl>(seed);
-  for (const auto& module : model.modules()) {
-    if (auto* bn = module->as<torch::nn::BatchNorm2d>()) {
-      bn->weight.uniform_(0.5, 1.5, generator);
-      bn->bias.uniform_(-0.2, 0.2, generator);
-      bn->running_mean.uniform_(-0.2, 0.2, generator);
-      bn->running_var.uniform_(0.5, 2.0, generator);
-    }
-  }
 }
 
 // A scalar that depends on every output of the branches a training forward returns: their

@@ -4,12 +4,14 @@
 #include <catch2/catch.hpp>
 
 #include "geometry/anchors.h"
+#include "model/batchnorm_fixtures.h"
 #include "model/census.h"
 #include "model/tensor_checks.h"
 #include "model/yolo_model.h"
 
 using namespace detrain;
 using namespace detrain::model;
+using detrain::test::randomize_batchnorm;
 
 namespace {
 
@@ -19,20 +21,6 @@ YoloModel build(const std::string& arch, const std::string& scale = "n", int64_t
   options.scale = scale;
   options.nc = nc;
   return YoloModel(options);
-}
-
-// Random affine BN parameters and running stats, so that eval-mode BN is far from identity.
-void randomize_batchnorm(YoloModelImpl& model, uint64_t seed) {
-  torch::NoGradGuard no_grad;
-  auto generator = torch::make_generator<at::CPUGeneratorImpl>(seed);
-  for (const auto& module : model.modules()) {
-    if (auto* bn = module->as<torch::nn::BatchNorm2d>()) {
-      bn->weight.uniform_(0.5, 1.5, generator);
-      bn->bias.uniform_(-0.2, 0.2, generator);
-      bn->running_mean.uniform_(-0.2, 0.2, generator);
-      bn->running_var.uniform_(0.5, 2.0, generator);
-    }
-  }
 }
 
 std::vector<int64_t> dims(const torch::Tensor& t) { return t.sizes().vec(); }

@@ -1,0 +1,19 @@
+// See batchnorm_fixtures.h.
+#include "model/batchnorm_fixtures.h"
+
+namespace detrain::test {
+
+void randomize_batchnorm(torch::nn::Module& model, uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  auto generator = torch::make_generator<at::CPUGeneratorImpl>(seed);
+  for (const auto& module : model.modules()) {
+    if (auto* bn = module->as<torch::nn::BatchNorm2d>()) {
+      bn->weight.uniform_(0.5, 1.5, generator);
+      bn->bias.uniform_(-0.2, 0.2, generator);
+      bn->running_mean.uniform_(-0.2, 0.2, generator);
+      bn->running_var.uniform_(0.5, 2.0, generator);
+    }
+  }
+}
+
+}  // namespace detrain::test
