@@ -29,7 +29,7 @@ struct StepBenchOptions {
   // runtime.memory_format values (auto, nchw, nhwc), one run each; "" = the config's.
   std::vector<std::string> memory_formats = {""};
   std::vector<int64_t> nprocs = {1};  // data.batch = batch is the global batch
-  int64_t profile = 0;                 // operators listed per one-rank row; 0: no profile
+  int64_t profile = 0;                // operators listed per one-rank row; 0: no profile
 };
 
 Report bench_step(const StepBenchOptions& options);

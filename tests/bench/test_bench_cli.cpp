@@ -10,6 +10,17 @@
 
 using detrain::test::run_detrain;
 
+namespace {
+
+// The rows of `bench step --json`: the JSON array follows whatever the trainer logged (2>&1).
+nlohmann::json step_rows(const std::string& output) {
+  const size_t at = output.find("[\n  {");
+  REQUIRE(at != std::string::npos);
+  return nlohmann::json::parse(output.substr(at));
+}
+
+}  // namespace
+
 TEST_CASE("bench model prints the same stages as a table and as JSON", "[smoke][bench]") {
   const std::string args = "bench model -m models/yolo26.yaml --imgsz 64 -r 1 runtime.threads=1";
   const auto table = run_detrain(args);
@@ -38,10 +49,7 @@ TEST_CASE("bench step runs precision auto and says what it ran with", "[smoke][b
   const auto json = run_detrain(args + " --json");
   INFO(json.output);
   REQUIRE(json.exit_code == 0);
-  // The JSON array follows whatever the trainer logged (2>&1).
-  const size_t at = json.output.find("[\n  {");
-  REQUIRE(at != std::string::npos);
-  const auto rows = nlohmann::json::parse(json.output.substr(at));
+  const auto rows = step_rows(json.output);
   REQUIRE(rows.size() == 1);
   CHECK(rows[0]["precision"] == "auto");
   const std::string runs_as = rows[0]["runs_as"];
@@ -61,9 +69,7 @@ TEST_CASE("bench step --profile lists the heaviest operators of a step", "[smoke
       "--steps 2 --warmup 1 --precision fp32 --profile 5 runtime.threads=1 --json");
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
-  const size_t at = r.output.find("[\n  {");
-  REQUIRE(at != std::string::npos);
-  const auto rows = nlohmann::json::parse(r.output.substr(at));
+  const auto rows = step_rows(r.output);
   REQUIRE(rows.size() == 1);
   const auto& profile = rows[0]["profile"];
   REQUIRE(profile["ops"].size() == 5);
