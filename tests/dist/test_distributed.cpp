@@ -137,7 +137,11 @@ TEST_CASE("2 ranks x batch 2 train the weights of 1 process x batch 4, identical
   // Longer runs drift apart chaotically, not systematically: BatchNorm over 16 values per
   // channel (64 px, 4 images) amplifies 1e-7 input differences in every step (measured: 4e-5
   // relative gradient difference at the first iteration, 1e-3 at the third).
-  const std::string parity = " train.epochs=1 optim.ns_dtype=fp32";
+  // In both memory formats: channels-last weights and gradients through the broadcast of the
+  // initial weights, the reducer's buckets and dist_verify's hashes.
+  const std::string layout = GENERATE(as<std::string>(), "nchw", "nhwc");
+  INFO("runtime.memory_format=" << layout);
+  const std::string parity = " train.epochs=1 optim.ns_dtype=fp32 runtime.memory_format=" + layout;
   const auto one =
       run_detrain("train " + tiny_dist_args(dir, synth.detect_yaml, "one") + parity, dir.path());
   INFO(one.output);
@@ -167,8 +171,12 @@ TEST_CASE("2 ranks x batch 2 train the weights of 1 process x batch 4, identical
   // weight, the same value in every run and through every launcher); 3e-4 still separates
   // that from a local normaliser, local BN or a missed accumulation step, which move weights
   // by 1e-3 or more (measured: local BN 0.08).
-  CHECK(d_model < 3e-4);
-  CHECK(d_ema < 3e-4);
+  // Channels-last runs oneDNN's NHWC kernels, which sum a batch of 2 in another order than a
+  // batch of 4: measured 4.3e-4 (a head conv weight) on the Zen 4. There the bound only
+  // separates local BN (0.08); the ranks' bit equality is dist_verify's.
+  const double bound = layout == "nchw" ? 3e-4 : 5e-3;
+  CHECK(d_model < bound);
+  CHECK(d_ema < bound);
   CHECK(b.extra_scalars.at("world_size") == 2);
 }
 
