@@ -3,9 +3,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -26,15 +28,31 @@ std::optional<int> procs_running() {
   return std::nullopt;
 }
 
+// This process's threads in state R (running or runnable), the reading one included.
+int own_runnable_threads() {
+  int running = 0;
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    std::ifstream stat(task.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // "tid (comm) S ...": the state follows the last ')' (a thread name may hold one).
+    const size_t close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'R') ++running;
+  }
+  return running;
+}
+
 }  // namespace
 
-std::optional<MachineLoad> sample_machine_load(int samples, int interval_ms) {
+std::optional<MachineLoad> sample_machine_load(int samples, int interval_ms, bool exclude_own) {
   double sum = 0;
   for (int i = 0; i < samples; ++i) {
     if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(interval_ms));
     const std::optional<int> running = procs_running();
     if (!running) return std::nullopt;
-    sum += *running - 1;  // this thread, reading
+    // This thread, reading; with exclude_own every runnable thread of ours (this one among them).
+    sum += std::max(0, *running - (exclude_own ? std::max(1, own_runnable_threads()) : 1));
   }
   MachineLoad load;
   load.other_runnable = samples > 0 ? sum / samples : 0;

@@ -17,8 +17,11 @@ struct MachineLoad {
 };
 
 // `samples` readings of procs_running, `interval_ms` apart; nullopt where /proc/stat is
-// unreadable (not Linux).
-std::optional<MachineLoad> sample_machine_load(int samples = 10, int interval_ms = 10);
+// unreadable (not Linux). `exclude_own`: also count this process's runnable threads at each
+// reading (/proc/self/task) and leave them out, so a running process (its loader workers, its
+// OpenMP threads still spinning) measures the others only.
+std::optional<MachineLoad> sample_machine_load(int samples = 10, int interval_ms = 10,
+                                               bool exclude_own = false);
 
 // True when the idle CPUs cannot hold `threads` busy threads of ours: fewer than threads - 0.5
 // of them (half a thread of slack absorbs a sampling daemon's blips).

@@ -52,6 +52,8 @@ class TrainStep {
   StepResult run(const data::Batch& batch, int64_t epoch, int64_t iter,
                  const optim::IterationHyper& hyper, double lr_scale,
                  ckpt::SchedulePosition& position);
+  // The precision of the following steps' forward passes (train.precision=auto's re-check).
+  void set_precision(model::Precision precision) { options_.precision = precision; }
 
  private:
   TrainParts& parts_;

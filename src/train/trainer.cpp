@@ -13,10 +13,12 @@
 
 #include "ckpt/checkpoint_files.h"
 #include "common/atomic_file.h"
+#include "common/cpu_features.h"
 #include "common/errors.h"
 #include "common/log.h"
 #include "common/timer.h"
 #include "compat/deterministic.h"
+#include "compat/torch_compat.h"
 #include "data/loader.h"
 #include "dist/world.h"
 #include "model/channels_last.h"
@@ -30,6 +32,7 @@
 #include "train/divergence.h"
 #include "train/epoch_end.h"
 #include "train/iteration_report.h"
+#include "train/precision_watch.h"
 #include "train/resume.h"
 #include "train/run_log.h"
 #include "train/train_parts.h"
@@ -65,6 +68,8 @@ class Trainer {
   double training_seconds() const { return seconds_before_ + loop_clock_.seconds(); }
   // Rebuilds the schedule when train.time changed the epoch count it was built for.
   void follow_epoch_count();
+  // train.precision=auto: the precision the load now calls for (precision_watch.h).
+  void watch_precision();
   ckpt::Checkpoint checkpoint() const { return capture_checkpoint(state_, parts_, resolved_); }
   bool main() const { return world_->is_main(); }
 
@@ -81,6 +86,8 @@ class Trainer {
   dist::Placement placement_;
   std::optional<compat::DeterministicScope> deterministic_;  // runtime.deterministic, this run
   model::Precision precision_ = model::Precision::kBf16;
+  // train.precision=auto on one CPU process: re-checked against the load while training.
+  std::optional<AutoPrecisionWatch> precision_watch_;
   TrainingData data_;
   std::unique_ptr<dist::World> world_;
   TrainParts parts_;
@@ -112,6 +119,13 @@ void Trainer::build() {
                        layout.format);
   step_ = std::make_unique<TrainStep>(parts_, *world_,
                                       StepOptions::from(x_.train, placement_.device, precision_));
+  // Ranks would sample different loads (and must agree), a CUDA run always takes BF16, and a
+  // CPU that auto keeps in fp32 (x86 without AVX2) has nothing to switch to.
+  const CpuFeatures cpu = cpu_features();
+  if (model::parse_precision(x_.train.precision) == model::Precision::kAuto &&
+      placement_.device.is_cpu() && world_->size() == 1 && (!cpu.x86 || cpu.avx2))
+    precision_watch_.emplace(precision_ == model::Precision::kBf16,
+                             static_cast<int>(compat::num_threads()));
   state_.world_size = world_->size();
   state_.position.batches_per_epoch = parts_.train_loader->batches_per_epoch();
 }
@@ -219,6 +233,7 @@ EpochOutcome Trainer::train_epoch() {
       return EpochOutcome::stopped();
     }
     if (request_.callbacks.before_iteration) request_.callbacks.before_iteration(info);
+    watch_precision();
 
     Stopwatch step_clock;
     std::optional<data::Batch> batch = parts_.train_loader->next();
@@ -282,6 +297,19 @@ EpochOutcome Trainer::finish_epoch(double seconds) {
   if (!stop.empty() && !outcome.is(EpochOutcome::Kind::kDiverged)) stop_reason_ = stop;
   follow_epoch_count();
   return outcome;
+}
+
+void Trainer::watch_precision() {
+  if (!precision_watch_) return;
+  const auto change = precision_watch_->poll(
+      loop_clock_.seconds(), [] { return sample_machine_load(10, 10, /*exclude_own=*/true); });
+  if (!change) return;
+  precision_ = change->bf16 ? model::Precision::kBf16 : model::Precision::kFp32;
+  step_->set_precision(precision_);
+  spdlog::info(
+      "train.precision=auto: now {} for training ({}); validation keeps the precision chosen at "
+      "start",
+      model::precision_name(precision_), change->reason);
 }
 
 void Trainer::follow_epoch_count() {

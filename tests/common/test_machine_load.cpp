@@ -1,10 +1,12 @@
 // The start-time load sample and the two choices made from it: OpenMP's wait policy (bounded
 // spinning on idle CPUs, passive on busy ones) and what the run reports. Loads are posed through
 // DETRAIN_MACHINE_LOAD, so the verdicts do not depend on how busy the test machine is.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "common/cores.h"
 #include "common/machine_load.h"
@@ -56,6 +58,33 @@ TEST_CASE("machine load: text round trip, busy rule, live sample", "[unit][commo
   CHECK(live->online_cpus >= usable_cores());
 #endif
 }
+
+#if defined(__linux__)
+TEST_CASE("a running process can leave its own threads out of the load", "[unit][common]") {
+  // Three threads of ours that never sleep: procs_running always counts them, so the plain
+  // readings exceed the ones without our threads by about 3, whatever else runs. Readings
+  // alternate, so other processes' load moves both alike.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> spinners;
+  for (int i = 0; i < 3; ++i)
+    spinners.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  double plain = 0, others = 0;
+  const int readings = 20;
+  for (int i = 0; i < readings; ++i) {
+    plain += sample_machine_load(1, 0)->other_runnable;
+    others += sample_machine_load(1, 0, /*exclude_own=*/true)->other_runnable;
+  }
+  stop = true;
+  for (auto& t : spinners) t.join();
+  INFO("plain " << plain / readings << ", without our threads " << others / readings);
+  CHECK(plain / readings >= 2.5);
+  CHECK(plain / readings - others / readings >= 2.0);
+  CHECK(others >= 0);
+}
+#endif
 
 TEST_CASE("OpenMP wait: bounded spin when idle, passive when busy, yours when set",
           "[unit][common]") {
