@@ -143,7 +143,13 @@ def load(kind):
     runs = []
     for f in sorted(glob.glob(os.path.join(out, "raw", f"{kind}_[0-9]*.json"))):
         try:
-            runs.append((f.rsplit("_", 1)[1][:-5], json.load(open(f))))
+            # `bench step` runs the trainer, whose log lines come before the JSON document.
+            text = open(f).read()
+            start = min([i for i in (text.find("\n["), text.find("\n{")) if i >= 0] or [0])
+            doc = json.loads(text[start:])
+            if isinstance(doc, list):  # bench step: one row per precision, format and rank count
+                doc = {"-".join(str(r.get(k, "")) for k in ("precision", "memory_format", "nproc")): r for r in doc}
+            runs.append((f.rsplit("_", 1)[1][:-5], doc))
         except Exception as e:
             print(f"- {os.path.basename(f)}: unreadable ({e})")
     return runs
