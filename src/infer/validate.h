@@ -99,6 +99,8 @@ class Validator {
                        const RawOutputObserver& raw_observer = {}) const;
 
   const ValidationOptions& options() const { return options_; }
+  // BF16 autocast for the following runs (train.precision=auto's re-check while training).
+  void set_bf16(bool bf16) { options_.bf16 = bf16; }
 
  private:
   ValidationOptions options_;

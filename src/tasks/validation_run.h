@@ -51,6 +51,8 @@ class ValidationRun {
                               const loss::Criterion* criterion = nullptr);
 
   int64_t images() const { return static_cast<int64_t>(records_.size()); }
+  // The precision of the following runs: the training's, when train.precision=auto switches it.
+  void set_bf16(bool bf16) { validator_->set_bf16(bf16); }
   // The split's images with their ground truth (the plots match detections against them).
   const std::vector<data::ImageRecord>& records() const { return records_; }
 

@@ -306,10 +306,9 @@ void Trainer::watch_precision() {
   if (!change) return;
   precision_ = change->bf16 ? model::Precision::kBf16 : model::Precision::kFp32;
   step_->set_precision(precision_);
-  spdlog::info(
-      "train.precision=auto: now {} for training ({}); validation keeps the precision chosen at "
-      "start",
-      model::precision_name(precision_), change->reason);
+  if (parts_.validation) parts_.validation->set_bf16(change->bf16);  // rank 0's
+  spdlog::info("train.precision=auto: now {} ({})", model::precision_name(precision_),
+               change->reason);
 }
 
 void Trainer::follow_epoch_count() {
