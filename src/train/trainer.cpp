@@ -120,12 +120,16 @@ void Trainer::build() {
   step_ = std::make_unique<TrainStep>(parts_, *world_,
                                       StepOptions::from(x_.train, placement_.device, precision_));
   // Ranks would sample different loads (and must agree), a CUDA run always takes BF16, and a
-  // CPU that auto keeps in fp32 (x86 without AVX2) has nothing to switch to.
-  const CpuFeatures cpu = cpu_features();
+  // CPU where auto's own rule keeps fp32 even on idle cores has nothing to switch to.
+  const int threads = static_cast<int>(compat::num_threads());
+  model::AutoPrecisionInputs idle;
+  idle.cpu = cpu_features();
+  idle.threads = threads;
+  idle.load = MachineLoad{0, threads};
   if (model::parse_precision(x_.train.precision) == model::Precision::kAuto &&
-      placement_.device.is_cpu() && world_->size() == 1 && (!cpu.x86 || cpu.avx2))
-    precision_watch_.emplace(precision_ == model::Precision::kBf16,
-                             static_cast<int>(compat::num_threads()));
+      placement_.device.is_cpu() && world_->size() == 1 &&
+      model::choose_auto_precision(idle).precision == model::Precision::kBf16)
+    precision_watch_.emplace(precision_ == model::Precision::kBf16, threads);
   state_.world_size = world_->size();
   state_.position.batches_per_epoch = parts_.train_loader->batches_per_epoch();
 }
