@@ -77,17 +77,20 @@ struct Net {
   std::vector<torch::Tensor> params() const { return {conv_w, conv_b, fc_w}; }
 
   Net() {
-    torch::manual_seed(5);  // the same weights on both ranks, as the initial broadcast makes them
-    conv_w = torch::randn({8, 3, 3, 3})
+    // The same weights on both ranks, as the initial broadcast makes them. Each rank is a thread
+    // of this process: a generator of its own, not the global one both would reseed at once.
+    auto generator = torch::make_generator<at::CPUGeneratorImpl>(5);
+    conv_w = torch::randn({8, 3, 3, 3}, generator)
                  .contiguous(torch::MemoryFormat::ChannelsLast)
                  .requires_grad_(true);  // [out, in, kh, kw]
-    conv_b = torch::randn({8}).requires_grad_(true);
-    fc_w = torch::randn({4, 8}).requires_grad_(true);  // [classes, channels]
+    conv_b = torch::randn({8}, generator).requires_grad_(true);
+    fc_w = torch::randn({4, 8}, generator).requires_grad_(true);  // [classes, channels]
   }
 
   torch::Tensor loss(int64_t rank) const {
-    torch::manual_seed(100 + rank);
-    const auto x = torch::randn({2, 3, 6, 6}).contiguous(torch::MemoryFormat::ChannelsLast);
+    auto generator = torch::make_generator<at::CPUGeneratorImpl>(100 + rank);
+    const auto x =
+        torch::randn({2, 3, 6, 6}, generator).contiguous(torch::MemoryFormat::ChannelsLast);
     const auto h = torch::conv2d(x, conv_w, conv_b).relu().mean({2, 3});  // [2, 8]
     return torch::matmul(h, fc_w.t()).pow(2).sum();
   }
