@@ -1,6 +1,6 @@
 // `runtime.*`: device, threads and seed, applied once at start (src/compat/runtime),
-// deterministic algorithms for training (src/compat/deterministic), and the memory format of
-// the model's tensors (src/model/memory_format).
+// deterministic algorithms for training (src/compat/deterministic), the memory format of the
+// model's tensors (src/model/memory_format) and its BatchNorm + SiLU kernel (src/model/bn_silu).
 #pragma once
 
 #include "config/field.h"
@@ -15,6 +15,7 @@ struct RuntimeOptions {
   bool deterministic_warn_only = true;
   bool cudnn_benchmark = false;
   std::string memory_format = "auto";
+  std::string bn_silu = "auto";
 
   template <class V>
   void visit(V& v) {
@@ -34,6 +35,11 @@ struct RuntimeOptions {
       "(channels-last), nchw, or auto (nhwc on CUDA and on x86 CPUs with AVX-512, nchw "
       "elsewhere); files on disk are NCHW either way",
       Constraint::one_of({"auto", "nchw", "nhwc"}));
+    v("bn_silu", bn_silu,
+      "training-mode BatchNorm + SiLU of each Conv block: fused (one autograd node that keeps "
+      "only the convolution output and makes two passes each way; CPU runs only), aten "
+      "(LibTorch's two ops), or auto (fused on CPUs with AVX-512, aten elsewhere)",
+      Constraint::one_of({"auto", "fused", "aten"}));
   }
 };
 

@@ -40,4 +40,15 @@ torch::Tensor image_input(const torch::Tensor& images, const torch::Device& devi
       .div_(255.0);
 }
 
+torch::Tensor with_dense_channels_last_grad(const torch::Tensor& activation) {
+  // A tensor that is dense in both layouts (1x1 spatial, or one channel) needs nothing.
+  if (!activation.requires_grad() || activation.dim() != 4 || activation.is_contiguous() ||
+      !activation.is_contiguous(torch::MemoryFormat::ChannelsLast))
+    return activation;
+  activation.register_hook([](const torch::Tensor& grad) {
+    return grad.contiguous(torch::MemoryFormat::ChannelsLast);  // itself when already dense
+  });
+  return activation;
+}
+
 }  // namespace detrain::model

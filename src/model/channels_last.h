@@ -27,4 +27,11 @@ void convert_to_memory_format(torch::nn::Module& module, MemoryFormat format);
 torch::Tensor image_input(const torch::Tensor& images, const torch::Device& device,
                           MemoryFormat format);
 
+// `activation`, with a hook that hands its backward a dense channels-last gradient when it is a
+// dense channels-last tensor that needs one. Autograd gives `cat`'s inputs strided slices of the
+// output's gradient (and a reshape's input an NCHW one); BatchNorm's and SiLU's backward kernels
+// take a generic path on those, 3-7x slower than on the dense layout at the stem's sizes, which
+// one copy avoids (docs/perf/2026-12-07-dense-gradients.md).
+torch::Tensor with_dense_channels_last_grad(const torch::Tensor& activation);
+
 }  // namespace detrain::model

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "model/bn_silu.h"
+#include "model/channels_last.h"
 #include "model/sync_batch_norm.h"
 
 namespace detrain::model {
@@ -72,11 +74,20 @@ ConvImpl::ConvImpl(int64_t c1, int64_t c2, ConvOptions o) : act_(o.act) {
 torch::Tensor ConvImpl::forward(const torch::Tensor& x) {
   auto y = conv(x);  // [B, c2, H', W']
   count_conv_macs(y, conv->weight);
+  const bool synced = sync_replicas_ && sync_replicas_->active();
+  if (bn && act_ && bn_silu_kernel_ == BnSiluKernel::kFused && is_training() && !synced &&
+      fused_bn_silu_supports(y, *bn))
+    return fused_bn_silu(y, *bn);
   if (bn)
     y = sync_replicas_ && sync_replicas_->active() && is_training()
             ? sync_batch_norm(y, *bn, *sync_replicas_)
             : bn(y);
-  return act_ ? torch::silu(y) : y;
+  return with_dense_channels_last_grad(act_ ? torch::silu(y) : y);
+}
+
+void set_bn_silu_kernel(torch::nn::Module& root, BnSiluKernel kernel) {
+  for (const auto& m : root.modules(/*include_self=*/true))
+    if (auto* block = dynamic_cast<ConvImpl*>(m.get())) block->set_bn_silu_kernel(kernel);
 }
 
 void ConvImpl::fuse() {

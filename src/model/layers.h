@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/replicas.h"
+#include "model/bn_silu.h"
 
 namespace detrain::model {
 
@@ -106,6 +107,9 @@ class ConvImpl : public torch::nn::Module {
   void set_sync_batch_norm(std::shared_ptr<const Replicas> replicas) {
     sync_replicas_ = std::move(replicas);
   }
+  // runtime.bn_silu: training-mode BN + SiLU as one fused node (model/bn_silu.h) or as LibTorch's
+  // two.
+  void set_bn_silu_kernel(BnSiluKernel kernel) { bn_silu_kernel_ = kernel; }
 
   torch::nn::Conv2d conv{nullptr};
   torch::nn::BatchNorm2d bn{nullptr};  // null once fused
@@ -113,8 +117,12 @@ class ConvImpl : public torch::nn::Module {
  private:
   bool act_;
   std::shared_ptr<const Replicas> sync_replicas_;
+  BnSiluKernel bn_silu_kernel_ = BnSiluKernel::kAten;
 };
 TORCH_MODULE(Conv);
+
+// Every Conv block under `root` takes `kernel` for its training-mode BN + SiLU.
+void set_bn_silu_kernel(torch::nn::Module& root, BnSiluKernel kernel);
 
 // Conv(c1, c_, k0) -> Conv(c_, c2, k1, groups g), plus the input when shortcut and c1 == c2.
 class BottleneckImpl : public torch::nn::Module {

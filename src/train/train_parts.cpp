@@ -99,6 +99,8 @@ TrainParts build_parts(const config::Experiment& x, const TrainingData& data, di
   world.broadcast(module_state(*p.model), "initial weights");
   const auto replicas = world.replicas();
   if (replicas && x.train.sync_bn) model::set_sync_batch_norm(*p.model, replicas);
+  p.bn_silu = model::choose_bn_silu(x.runtime.bn_silu, device);
+  model::set_bn_silu_kernel(*p.model, p.bn_silu.kernel);
   p.arch = arch_identity(*p.model);
   p.ema_model = model::make_model(build, dataset.nc(), kpt_shape);
   p.ema_model->to(device);

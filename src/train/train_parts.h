@@ -14,6 +14,7 @@
 #include "data/loader.h"
 #include "dist/world.h"
 #include "loss/criterion.h"
+#include "model/bn_silu.h"
 #include "model/param_info.h"
 #include "model/yolo_model.h"
 #include "optim/ema.h"
@@ -42,6 +43,7 @@ struct TrainParts {
   std::unique_ptr<optim::TrainSchedule> schedule;
   std::vector<optim::GroupSchedule> schedule_groups;  // what `schedule` was built from
   std::unique_ptr<tasks::ValidationRun> validation;   // rank 0 only (the others never validate)
+  model::BnSiluDecision bn_silu;  // runtime.bn_silu, applied to `model`'s Conv blocks
 };
 
 // Checks the model YAML (before any data is read), loads the descriptor and scans the

@@ -117,6 +117,7 @@ void Trainer::build() {
   world_ = dist::make_world(placement_, x_);
   parts_ = build_parts(x_, data_, *world_, placement_.device, precision_ == model::Precision::kBf16,
                        layout.format);
+  spdlog::info("BatchNorm + SiLU {}", model::describe(parts_.bn_silu));
   step_ = std::make_unique<TrainStep>(parts_, *world_,
                                       StepOptions::from(x_.train, placement_.device, precision_));
   // Ranks would sample different loads (and must agree), a CUDA run always takes BF16, and a

@@ -14,6 +14,7 @@
 
 using namespace detrain;
 using namespace detrain::model;
+using detrain::test::probe_loss;
 using detrain::test::randomize_batchnorm;
 
 namespace {
@@ -33,21 +34,6 @@ YoloModel twin(const std::string& arch, const YoloModelImpl& source, MemoryForma
   load_state_dict(*copy, state, "the source model");
   copy->set_memory_format(format);
   return copy;
-}
-
-// A scalar that depends on every output of the branches a training forward returns: their
-// elements weighted by fixed random numbers (the same for both models), so that every output
-// element gets a gradient of its own and none saturates (the class logits start near -10).
-torch::Tensor probe_loss(const TrainOutput& out) {
-  auto generator = torch::make_generator<at::CPUGeneratorImpl>(17);
-  torch::Tensor total = torch::zeros({});
-  for (const BranchOutput* b : {&out.one2many, &out.one2one}) {
-    if (!b->defined()) continue;
-    for (const torch::Tensor& t : {b->boxes, b->scores, b->kpts, b->kpts_sigma})
-      if (t.defined())
-        total = total + (t.to(torch::kFloat) * torch::randn(t.sizes(), generator)).mean();
-  }
-  return total;
 }
 
 // The tolerance of nhwc against nchw, relative to each tensor's largest magnitude: oneDNN runs
