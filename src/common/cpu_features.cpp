@@ -1,6 +1,8 @@
 // CPU feature tests; see cpu_features.h.
 #include "common/cpu_features.h"
 
+#include <cctype>
+#include <cstdlib>
 #include <fstream>
 
 namespace detrain {
@@ -14,6 +16,42 @@ CpuFeatures cpu_features() {
   f.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
   f.amx_bf16 = __builtin_cpu_supports("amx-bf16");
 #endif
+  for (const char* name : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"})
+    if (const char* cap = std::getenv(name)) return cap_to_onednn_isa(f, cap);
+  return f;
+}
+
+CpuFeatures cap_to_onednn_isa(CpuFeatures f, const std::string& cap) {
+  std::string name;
+  for (const char c : cap) name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  // oneDNN's x86 levels, lowest first, with what each one still allows here.
+  struct Level {
+    const char* name;
+    bool avx2, avx512, avx512_bf16, amx_bf16;
+  };
+  static constexpr Level kLevels[] = {
+      {"SSE41", false, false, false, false},
+      {"AVX", false, false, false, false},
+      {"AVX2", true, false, false, false},
+      {"AVX2_VNNI", true, false, false, false},
+      {"AVX2_VNNI_2", true, false, false, false},
+      {"AVX512_CORE", true, true, false, false},
+      {"AVX512_CORE_VNNI", true, true, false, false},
+      {"AVX512_CORE_BF16", true, true, true, false},
+      {"AVX512_CORE_FP16", true, true, true, false},
+      {"AVX10_1_512", true, true, true, false},
+      {"AVX512_CORE_AMX", true, true, true, true},
+      {"AVX512_CORE_AMX_FP16", true, true, true, true},
+      {"AVX10_1_512_AMX", true, true, true, true},
+      {"AVX10_1_512_AMX_FP16", true, true, true, true},
+  };
+  for (const Level& level : kLevels) {
+    if (name != level.name) continue;
+    f.avx2 = f.avx2 && level.avx2;
+    f.avx512 = f.avx512 && level.avx512;
+    f.avx512_bf16 = f.avx512_bf16 && level.avx512_bf16;
+    f.amx_bf16 = f.amx_bf16 && level.amx_bf16;
+  }
   return f;
 }
 

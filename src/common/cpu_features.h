@@ -11,7 +11,13 @@ struct CpuFeatures {
   bool avx2 = false, avx512 = false, avx512_bf16 = false, amx_bf16 = false;
 };
 
-CpuFeatures cpu_features();  // this CPU's
+// This CPU's, as oneDNN may use them: ONEDNN_MAX_CPU_ISA (or DNNL_MAX_CPU_ISA), when set, caps
+// them as it caps LibTorch's convolutions and matmuls (cap_to_onednn_isa).
+CpuFeatures cpu_features();
+
+// `features` lowered to oneDNN's ISA cap `cap` (its names: AVX2, AVX512_CORE, AVX512_CORE_BF16,
+// AVX512_CORE_AMX, ...; case-insensitive). Empty, ALL, DEFAULT or an unknown name: unchanged.
+CpuFeatures cap_to_onednn_isa(CpuFeatures features, const std::string& cap);
 
 // "AMX-BF16", "AVX512-BF16", "AVX-512", "AVX2", "x86 without AVX2" or "not x86": the best level
 // that matters for BF16 and vector kernels.

@@ -13,6 +13,7 @@
 #include <c10/cuda/CUDAFunctions.h>
 #endif
 
+#include "common/cpu_features.h"
 #include "common/errors.h"
 
 #if TORCH_VERSION_MAJOR < 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 4)
@@ -99,7 +100,9 @@ bool cpu_has_fast_bf16_conv() {
 bool cpu_has_native_bf16_gemm() {
 #if defined(__x86_64__) || defined(__i386__)
   // Every CPU with AMX-BF16 has AVX512-BF16 too, which oneDNN uses where the OS withholds AMX.
-  return __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
+  // cpu_features honours ONEDNN_MAX_CPU_ISA, which caps the bf16 matmuls as well.
+  const CpuFeatures cpu = cpu_features();
+  return cpu.avx512_bf16 || cpu.amx_bf16;
 #else
   return false;  // unmeasured there: keep the emulated kernel
 #endif
@@ -109,7 +112,9 @@ CpuVectorLevel cpu_vector_level() {
   CpuVectorLevel level;
 #if defined(__x86_64__) || defined(__i386__)
   level.x86 = true;
-  level.avx512 = at::get_cpu_capability() == "AVX512";
+  const std::string capability = at::get_cpu_capability();
+  level.avx512 = capability == "AVX512";
+  level.avx2 = level.avx512 || capability == "AVX2";
 #endif
   return level;
 }

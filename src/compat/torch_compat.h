@@ -62,6 +62,7 @@ bool cpu_has_fast_bf16_conv();
 // kernels; oneDNN's own cap (ONEDNN_MAX_CPU_ISA) is not visible to detrain.
 struct CpuVectorLevel {
   bool x86 = false;
+  bool avx2 = false;  // AVX2 or AVX-512
   bool avx512 = false;
 };
 CpuVectorLevel cpu_vector_level();

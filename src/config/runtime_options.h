@@ -32,8 +32,8 @@ struct RuntimeOptions {
     v("cudnn_benchmark", cudnn_benchmark, "let cuDNN autotune convolution algorithms");
     v("memory_format", memory_format,
       "layout of the model's activations and 4-D weights in train, val and predict: nhwc "
-      "(channels-last), nchw, or auto (nhwc on CUDA and on x86 CPUs with AVX-512, nchw "
-      "elsewhere); files on disk are NCHW either way",
+      "(channels-last), nchw, or auto (nhwc on CUDA and on x86 CPUs with AVX2 or AVX-512, "
+      "nchw elsewhere); files on disk are NCHW either way",
       Constraint::one_of({"auto", "nchw", "nhwc"}));
     v("bn_silu", bn_silu,
       "training-mode BatchNorm + SiLU of each Conv block: fused (one autograd node that keeps "

@@ -168,7 +168,8 @@ const Arg kArgs[] = {
     {"compile", "False", Value::kUnsupported, nullptr, 0,
      "not supported: torch.compile has no LibTorch equivalent"},
     {"channels_last", "None", Value::kChannelsLast, "runtime.memory_format", kTVP,
-     "True -> nhwc, False -> nchw, None -> auto (nhwc on CUDA and on x86 CPUs with AVX-512); "
+     "True -> nhwc, False -> nchw, None -> auto (nhwc on CUDA and on x86 CPUs with AVX2 or "
+     "AVX-512); "
      "Ultralytics trains channels-last on CUDA only and infers channels-last on x86 CPUs too",
      nullptr, 0, "detrain export writes NCHW graphs and weights"},
     {"overlap_mask", "True", Value::kUnsupported, nullptr, 0, kSegment},

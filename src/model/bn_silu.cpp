@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "compat/torch_compat.h"
 #include "model/bn_silu_kernels.h"
 
 namespace detrain::model {
@@ -195,7 +196,10 @@ BnSiluDecision choose_bn_silu(const std::string& option, const torch::Device& de
   if (option != "auto")
     throw ConfigError("config: runtime.bn_silu is '" + option + "'; expected auto, fused or aten");
   if (!device.is_cpu()) return {BnSiluKernel::kAten, "auto: not a CPU run"};
-  if (bn_silu::avx512_kernels()) return {BnSiluKernel::kFused, "auto: CPU with AVX-512"};
+  // Where LibTorch's own kernels run at AVX-512 (ATEN_CPU_CAPABILITY lowers both, as for
+  // runtime.memory_format); the portable kernel is not measured faster than LibTorch's AVX2 ones.
+  if (bn_silu::avx512_kernels() && compat::cpu_vector_level().avx512)
+    return {BnSiluKernel::kFused, "auto: CPU with AVX-512"};
   return {BnSiluKernel::kAten, "auto: CPU without AVX-512"};
 }
 

@@ -17,6 +17,7 @@ MemoryFormatDecision choose_memory_format(const std::string& option, const torch
   if (choice == MemoryFormatChoice::kAuto && !host.cuda) {
     const compat::CpuVectorLevel level = compat::cpu_vector_level();
     host.x86 = level.x86;
+    host.avx2 = level.avx2;
     host.avx512 = level.avx512;
   }
   return resolve_memory_format(choice, host);

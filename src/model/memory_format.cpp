@@ -28,7 +28,8 @@ MemoryFormatDecision resolve_memory_format(MemoryFormatChoice choice,
   }
   if (host.cuda) return {MemoryFormat::kNhwc, "auto: CUDA"};
   if (host.x86 && host.avx512) return {MemoryFormat::kNhwc, "auto: x86 CPU with AVX-512"};
-  if (host.x86) return {MemoryFormat::kNchw, "auto: x86 CPU without AVX-512"};
+  if (host.x86 && host.avx2) return {MemoryFormat::kNhwc, "auto: x86 CPU with AVX2"};
+  if (host.x86) return {MemoryFormat::kNchw, "auto: x86 CPU without AVX2"};
   return {MemoryFormat::kNchw, "auto: not an x86 CPU"};
 }
 

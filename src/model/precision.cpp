@@ -37,6 +37,10 @@ PrecisionChoice choose_auto_precision(const AutoPrecisionInputs& in) {
   const std::string isa = cpu_isa_name(in.cpu);
   if (in.cpu.x86 && !in.cpu.avx2)
     return {Precision::kFp32, isa + " CPU, where BF16 convolutions are not known to be fast"};
+  if (in.cpu.x86 && !in.cpu.avx512_bf16 && !in.cpu.amx_bf16)
+    return {Precision::kFp32, isa +
+                                  " CPU without native BF16 (AVX512-BF16 or AMX-BF16), where "
+                                  "BF16 steps were measured 1.8-8x fp32's"};
   if (in.distributed) return {Precision::kBf16, isa + " CPU (ranks do not check the load)"};
   if (!in.load) return {Precision::kBf16, isa + " CPU, load unknown"};
   const std::string load = format_machine_load(*in.load);

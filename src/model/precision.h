@@ -1,8 +1,8 @@
 // The numeric precision a model's forward pass runs in (training, validation, predict): the BF16
 // autocast scope around it (CPU and CUDA alike; master weights, loss and optimizer stay fp32).
 // Differs from the reference: BF16 instead of FP16 + GradScaler (no loss scaling needed), and
-// the default (auto) picks fp32 where BF16 was measured slower: x86 CPUs without AVX2, and CPUs
-// already busy with other work when the run starts
+// the default (auto) picks fp32 where BF16 was measured slower: x86 CPUs without native BF16, and
+// CPUs already busy with other work when the run starts
 // (docs/perf/2026-12-07-openmp-wait-and-precision.md).
 #pragma once
 
@@ -37,9 +37,11 @@ struct PrecisionChoice {
   Precision precision = Precision::kBf16;
   std::string reason;  // for the log line: "AVX512-BF16 CPU, idle: 0.1 other runnable ..."
 };
-// BF16 on CUDA and on CPUs with AVX2 or better (measured 0.67-0.91x fp32's step there); fp32 on
-// x86 without AVX2 and on a CPU whose idle cores cannot hold our threads (BF16 measured
-// 1.3-1.5x fp32's step beside other work, where its extra parallel regions wait longer).
+// BF16 on CUDA and on x86 CPUs with native BF16, AVX512-BF16 or AMX-BF16 (measured 0.61-0.88x
+// fp32's step on a Zen 4); fp32 on x86 CPUs without it (LibTorch 2.11's oneDNN capped to
+// AVX-512 without BF16: 1.8-1.9x fp32's step; to AVX2: 6-8x; docs/perf/2026-12-07-fused-bn-silu.md)
+// and on a CPU whose idle cores cannot hold our threads (BF16 measured 1.3-1.5x fp32's step
+// beside other work, where its extra parallel regions wait longer). Other architectures: BF16.
 PrecisionChoice choose_auto_precision(const AutoPrecisionInputs& inputs);
 
 // The precision a run uses on `device`: `requested`, except that kAuto follows

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/errors.h"
+#include "compat/torch_compat.h"
 #include "model/batchnorm_fixtures.h"
 #include "model/bn_silu.h"
 #include "model/bn_silu_kernels.h"
@@ -59,9 +60,10 @@ TEST_CASE("runtime.bn_silu: given values, and what auto picks", "[unit][model][b
                     "runtime.bn_silu=fused runs on the CPU only; use runtime.bn_silu=auto or aten "
                     "with runtime.device=cuda:0");
   CHECK_THROWS_AS(choose_bn_silu("fast", torch::kCPU), ConfigError);
-  // auto on this CPU: fused exactly where the AVX-512 kernels run here.
+  // auto on this CPU: fused exactly where the AVX-512 kernels and LibTorch's run here.
   const BnSiluDecision automatic = choose_bn_silu("auto", torch::kCPU);
-  CHECK((automatic.kernel == BnSiluKernel::kFused) == (bn_silu::avx512_kernels() != nullptr));
+  CHECK((automatic.kernel == BnSiluKernel::kFused) ==
+        (bn_silu::avx512_kernels() != nullptr && compat::cpu_vector_level().avx512));
   CHECK(describe(choose_bn_silu("aten", torch::kCPU)) == "aten (runtime.bn_silu=aten)");
   CHECK(describe(choose_bn_silu("fused", torch::kCPU))
             .rfind(std::string("fused, ") +

@@ -69,12 +69,13 @@ TEST_CASE("runtime.memory_format: values, and what auto picks on each device and
                     "config: runtime.memory_format is 'NHWC'; expected auto, nchw or nhwc");
   CHECK_THROWS_AS(parse_memory_format("channels_last"), ConfigError);
 
-  MemoryFormatHost cuda, avx512, avx2, arm;
+  MemoryFormatHost cuda, avx512, avx2, old_x86, arm;
   cuda.cuda = true;
-  avx512.x86 = avx512.avx512 = true;
-  avx2.x86 = true;
+  avx512.x86 = avx512.avx2 = avx512.avx512 = true;
+  avx2.x86 = avx2.avx2 = true;
+  old_x86.x86 = true;
   // Given values win everywhere.
-  for (const MemoryFormatHost& host : {cuda, avx512, avx2, arm}) {
+  for (const MemoryFormatHost& host : {cuda, avx512, avx2, old_x86, arm}) {
     CHECK(resolve_memory_format(MemoryFormatChoice::kNchw, host).format == MemoryFormat::kNchw);
     CHECK(resolve_memory_format(MemoryFormatChoice::kNhwc, host).format == MemoryFormat::kNhwc);
   }
@@ -83,10 +84,12 @@ TEST_CASE("runtime.memory_format: values, and what auto picks on each device and
   };
   CHECK(pick(cuda).format == MemoryFormat::kNhwc);
   CHECK(pick(avx512).format == MemoryFormat::kNhwc);
-  CHECK(pick(avx2).format == MemoryFormat::kNchw);
+  CHECK(pick(avx2).format == MemoryFormat::kNhwc);
+  CHECK(pick(old_x86).format == MemoryFormat::kNchw);
   CHECK(pick(arm).format == MemoryFormat::kNchw);
   CHECK(describe(pick(avx512)) == "nhwc (auto: x86 CPU with AVX-512)");
-  CHECK(describe(pick(avx2)) == "nchw (auto: x86 CPU without AVX-512)");
+  CHECK(describe(pick(avx2)) == "nhwc (auto: x86 CPU with AVX2)");
+  CHECK(describe(pick(old_x86)) == "nchw (auto: x86 CPU without AVX2)");
   CHECK(describe(pick(cuda)) == "nhwc (auto: CUDA)");
   CHECK(describe(resolve_memory_format(MemoryFormatChoice::kNhwc, avx2)) ==
         "nhwc (runtime.memory_format=nhwc)");

@@ -64,7 +64,7 @@ TEST_CASE("bf16 falls back to fp32 only on an x86 CPU without AVX2", "[unit][tra
 
 // train.precision=auto on posed machines: the rule's inputs are plain values, so the verdicts
 // hold whatever CPU and load the test machine has.
-TEST_CASE("precision auto: bf16 where measured faster, fp32 on a busy or old CPU",
+TEST_CASE("precision auto: bf16 where measured faster, fp32 on a busy CPU or one without BF16",
           "[unit][train]") {
   CHECK(parse_precision("auto") == Precision::kAuto);
   CHECK(std::string(precision_name(Precision::kAuto)) == "auto");
@@ -92,12 +92,51 @@ TEST_CASE("precision auto: bf16 where measured faster, fp32 on a busy or old CPU
   in.distributed = false;
   in.cuda = true;
   CHECK(choose_auto_precision(in).precision == Precision::kBf16);
-  // x86 without AVX2: fp32 whatever the load.
+  // x86 without native BF16 (AVX2, or AVX-512 without BF16): fp32 on idle cores too.
   in.cuda = false;
+  in.load = MachineLoad{0, 8};
+  for (const bool avx512 : {false, true}) {
+    in.cpu = CpuFeatures{};
+    in.cpu.x86 = in.cpu.avx2 = true;
+    in.cpu.avx512 = avx512;
+    c = choose_auto_precision(in);
+    CHECK(c.precision == Precision::kFp32);
+    CHECK(c.reason.find("without native BF16") != std::string::npos);
+  }
+  in.cpu.amx_bf16 = true;  // AMX without AVX512-BF16 reported (an OS that hides it): bf16
+  CHECK(choose_auto_precision(in).precision == Precision::kBf16);
+  // x86 without AVX2: fp32 whatever the load.
   in.cpu = CpuFeatures{};
   in.cpu.x86 = true;
   in.load = MachineLoad{0, 8};
   c = choose_auto_precision(in);
   CHECK(c.precision == Precision::kFp32);
   CHECK(c.reason.find("x86 without AVX2") != std::string::npos);
+}
+
+TEST_CASE("ONEDNN_MAX_CPU_ISA lowers the CPU features the rules see", "[unit][train]") {
+  CpuFeatures sapphire;  // AMX: every level below it too
+  sapphire.x86 = sapphire.avx2 = sapphire.avx512 = sapphire.avx512_bf16 = sapphire.amx_bf16 = true;
+  CpuFeatures f = cap_to_onednn_isa(sapphire, "avx2");  // case-insensitive, as oneDNN reads it
+  CHECK((f.avx2 && !f.avx512 && !f.avx512_bf16 && !f.amx_bf16));
+  f = cap_to_onednn_isa(sapphire, "AVX512_CORE");
+  CHECK((f.avx512 && !f.avx512_bf16 && !f.amx_bf16));
+  CHECK(cpu_isa_name(f) == "AVX-512");
+  f = cap_to_onednn_isa(sapphire, "AVX512_CORE_BF16");
+  CHECK((f.avx512_bf16 && !f.amx_bf16));
+  CHECK(cpu_isa_name(cap_to_onednn_isa(sapphire, "AVX512_CORE_AMX")) == "AMX-BF16");
+  f = cap_to_onednn_isa(sapphire, "SSE41");
+  CHECK((f.x86 && !f.avx2));
+  // No cap, ALL, or a name oneDNN would not know: the CPU as it is. A cap never adds features.
+  for (const char* cap : {"", "ALL", "DEFAULT", "AVX9000"})
+    CHECK(cpu_isa_name(cap_to_onednn_isa(sapphire, cap)) == "AMX-BF16");
+  CHECK(cpu_isa_name(cap_to_onednn_isa(CpuFeatures{}, "AVX512_CORE_AMX")) == "not x86");
+  // What train.precision=auto then decides on idle cores: fp32 below native BF16.
+  AutoPrecisionInputs in;
+  in.threads = 2;
+  in.load = MachineLoad{0, 2};
+  in.cpu = cap_to_onednn_isa(sapphire, "AVX512_CORE");
+  CHECK(choose_auto_precision(in).precision == Precision::kFp32);
+  in.cpu = cap_to_onednn_isa(sapphire, "AVX512_CORE_BF16");
+  CHECK(choose_auto_precision(in).precision == Precision::kBf16);
 }
