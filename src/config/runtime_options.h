@@ -38,7 +38,7 @@ struct RuntimeOptions {
     v("bn_silu", bn_silu,
       "training-mode BatchNorm + SiLU of each Conv block: fused (one autograd node that keeps "
       "only the convolution output and makes two passes each way; CPU runs only), aten "
-      "(LibTorch's two ops), or auto (fused on CPUs with AVX-512, aten elsewhere)",
+      "(LibTorch's two ops), or auto (fused on CPUs with AVX2 or AVX-512, aten elsewhere)",
       Constraint::one_of({"auto", "fused", "aten"}));
   }
 };

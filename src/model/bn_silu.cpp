@@ -19,9 +19,15 @@ using bn_silu::Layout;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+// The widest kernels this CPU runs, up to the level LibTorch's own kernels run at here (so
+// that ATEN_CPU_CAPABILITY=avx2 lowers both alike).
 const Kernels& best_kernels() {
+  const compat::CpuVectorLevel level = compat::cpu_vector_level();
   const Kernels* avx512 = bn_silu::avx512_kernels();
-  return avx512 ? *avx512 : bn_silu::scalar_kernels();
+  if (avx512 && level.avx512) return *avx512;
+  const Kernels* avx2 = bn_silu::avx2_kernels();
+  if (avx2 && level.avx2) return *avx2;
+  return bn_silu::scalar_kernels();
 }
 
 bool dense_nhwc(const torch::Tensor& x) {
@@ -196,11 +202,13 @@ BnSiluDecision choose_bn_silu(const std::string& option, const torch::Device& de
   if (option != "auto")
     throw ConfigError("config: runtime.bn_silu is '" + option + "'; expected auto, fused or aten");
   if (!device.is_cpu()) return {BnSiluKernel::kAten, "auto: not a CPU run"};
-  // Where LibTorch's own kernels run at AVX-512 (ATEN_CPU_CAPABILITY lowers both, as for
-  // runtime.memory_format); the portable kernel is not measured faster than LibTorch's AVX2 ones.
-  if (bn_silu::avx512_kernels() && compat::cpu_vector_level().avx512)
-    return {BnSiluKernel::kFused, "auto: CPU with AVX-512"};
-  return {BnSiluKernel::kAten, "auto: CPU without AVX-512"};
+  // Where a vector build runs at LibTorch's own level (ATEN_CPU_CAPABILITY lowers both, as for
+  // runtime.memory_format): measured faster than LibTorch's two ops with AVX-512 and with AVX2;
+  // the portable kernel is not.
+  const std::string kernels = best_kernels().name;
+  if (kernels.rfind("avx512", 0) == 0) return {BnSiluKernel::kFused, "auto: CPU with AVX-512"};
+  if (kernels == "avx2") return {BnSiluKernel::kFused, "auto: CPU with AVX2"};
+  return {BnSiluKernel::kAten, "auto: CPU without AVX2"};
 }
 
 std::string describe(const BnSiluDecision& decision) {

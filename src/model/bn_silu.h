@@ -22,8 +22,8 @@ struct BnSiluDecision {
   std::string reason;  // "auto: CPU with AVX-512", "runtime.bn_silu=aten"
 };
 
-// runtime.bn_silu: auto (fused on a CPU with AVX-512, aten elsewhere), fused, aten. fused on a
-// CUDA device, or an unknown value, throws ConfigError naming the key.
+// runtime.bn_silu: auto (fused on a CPU with AVX2 or AVX-512, aten elsewhere), fused, aten.
+// fused on a CUDA device, or an unknown value, throws ConfigError naming the key.
 BnSiluDecision choose_bn_silu(const std::string& option, const torch::Device& device);
 std::string describe(const BnSiluDecision& decision);  // "fused, avx512 (auto: ...)"
 

@@ -3,8 +3,8 @@
 // data. Each function walks a range of "units" (NHWC: rows of C channels, one per pixel; NCHW:
 // planes of H*W pixels, one per image and channel), so a caller can split a batch over threads;
 // the sums go into per-channel double arrays the caller owns (one per thread). No LibTorch here:
-// the kernels are plain loops over one vector type, compiled portably (bn_silu_scalar.cpp) and
-// for AVX-512 (bn_silu_avx512.cpp).
+// the kernels are plain loops over one vector type, compiled portably (bn_silu_scalar.cpp), for
+// AVX2 (bn_silu_avx2.cpp) and for AVX-512 (bn_silu_avx512.cpp).
 #pragma once
 
 #include <cstdint>
@@ -53,5 +53,7 @@ const Kernels& scalar_kernels();
 const Kernels* avx512_kernels();
 // The same without the AVX512-BF16 conversion (tests: both roundings agree).
 const Kernels* avx512_kernels_without_bf16();
+// AVX2 and FMA, 8 lanes; null where this CPU (or this build) lacks them.
+const Kernels* avx2_kernels();
 
 }  // namespace detrain::model::bn_silu
