@@ -64,24 +64,14 @@ struct Avx512Vector {
   static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F fmadd(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
-  // e^x: x = k ln 2 + r with |r| <= ln 2 / 2, Cephes' expf polynomial for e^r, then scalef by
-  // 2^k (0 below float's range). Within 2 ulp of expf; x is clamped to [-100, 88], so that k
-  // stays exact and the result finite (sigmoid's reciprocal needs a finite 1 + e^-z).
+  // e^x (bn_silu_loops.h's exp_reduced), scaled by 2^k with scalef (0 below float's range); x
+  // is clamped to [-100, 88], so that k stays exact and the result finite (sigmoid's
+  // reciprocal needs a finite 1 + e^-z).
   static F exp(F x) {
     x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-100.0f)), _mm512_set1_ps(88.0f));
-    const F k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+    const F k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    F r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);
-    F p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    const F r2 = _mm512_mul_ps(r, r);
-    const F e = _mm512_add_ps(_mm512_fmadd_ps(p, r2, r), _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(e, k);
+    return _mm512_scalef_ps(exp_reduced<Avx512Vector>(x, k), k);
   }
   // 1 / (1 + e^-z) by a 14-bit reciprocal and one Newton step (within about 2 float ulp): a
   // full-width division costs several times as much on AVX-512 cores.

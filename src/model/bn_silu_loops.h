@@ -128,6 +128,25 @@ void for_each_vector(const Layout& layout, int64_t begin, int64_t end, const Bod
   }
 }
 
+// e^x for the vector builds, Cephes' expf: x = k ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two
+// parts, so that k ln 2 is exact), e^r = 1 + r + r^2 p(r); the caller scales by 2^k. Within
+// 2 ulp of expf.
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2High = 0.693359375f, kLn2Low = -2.12194440e-4f;
+constexpr float kExpPolynomial[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                    4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+
+// e^r for the reduced argument r = x - k ln 2, given x and the integer-valued k.
+template <class V>
+typename V::F exp_reduced(typename V::F x, typename V::F k) {
+  using F = typename V::F;
+  F r = V::fmadd(k, V::set1(-kLn2High), x);
+  r = V::fmadd(k, V::set1(-kLn2Low), r);
+  F p = V::set1(kExpPolynomial[0]);
+  for (int i = 1; i < 6; ++i) p = V::fmadd(p, r, V::set1(kExpPolynomial[i]));
+  return V::add(V::fmadd(p, V::mul(r, r), r), V::set1(1.0f));
+}
+
 // dy * s * (1 + z (1 - s)), s = sigmoid(z): SiLU's derivative at z times dy.
 template <class V>
 typename V::F silu_gradient(typename V::F dy, typename V::F z) {

@@ -1,6 +1,8 @@
 // See batchnorm_fixtures.h.
 #include "model/batchnorm_fixtures.h"
 
+#include <algorithm>
+
 namespace detrain::test {
 
 void randomize_batchnorm(torch::nn::Module& model, uint64_t seed) {
@@ -26,6 +28,13 @@ torch::Tensor probe_loss(const model::TrainOutput& out) {
         total = total + (t.to(torch::kFloat) * torch::randn(t.sizes(), generator)).mean();
   }
   return total;
+}
+
+double largest_gradient(const torch::nn::Module& module) {
+  double largest = 0;
+  for (const auto& p : module.parameters())
+    if (p.grad().defined()) largest = std::max(largest, p.grad().abs().max().item<double>());
+  return largest;
 }
 
 }  // namespace detrain::test

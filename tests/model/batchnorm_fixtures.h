@@ -18,4 +18,8 @@ void randomize_batchnorm(torch::nn::Module& model, uint64_t seed);
 // output element gets a gradient of its own and none saturates (the class logits start near -10).
 torch::Tensor probe_loss(const model::TrainOutput& out);
 
+// The largest |gradient| over `module`'s parameters (0 when none has one): the scale of an
+// absolute tolerance for gradients that are zero in exact arithmetic.
+double largest_gradient(const torch::nn::Module& module);
+
 }  // namespace detrain::test

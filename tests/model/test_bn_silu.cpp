@@ -279,10 +279,7 @@ TEST_CASE("a model trains one step alike with runtime.bn_silu=fused and aten",
     test::probe_loss(fused->forward_train(images)).backward();
 
     const auto pa = aten->named_parameters(), pb = fused->named_parameters();
-    double largest = 0;
-    for (const auto& item : pa)
-      if (item.value().grad().defined())
-        largest = std::max(largest, item.value().grad().abs().max().item<double>());
+    const double largest = test::largest_gradient(*aten);
     int64_t compared = 0;
     for (const auto& item : pa) {
       const torch::Tensor& ga = item.value().grad();

@@ -164,10 +164,7 @@ TEST_CASE("an nhwc model computes what the nchw model computes: outputs, gradien
     probe_loss(a).backward();
     probe_loss(b).backward();
     const auto pa = nchw->named_parameters(), pb = nhwc->named_parameters();
-    double largest = 0;  // the model's largest gradient
-    for (const auto& item : pa)
-      if (item.value().grad().defined())
-        largest = std::max(largest, item.value().grad().abs().max().item<double>());
+    const double largest = test::largest_gradient(*nchw);  // the model's largest gradient
     int64_t compared = 0;
     for (const auto& item : pa) {
       const torch::Tensor& ga = item.value().grad();
