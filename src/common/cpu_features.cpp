@@ -16,9 +16,13 @@ CpuFeatures cpu_features() {
   f.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
   f.amx_bf16 = __builtin_cpu_supports("amx-bf16");
 #endif
+  return cap_to_onednn_isa(f, onednn_isa_cap());
+}
+
+std::string onednn_isa_cap() {
   for (const char* name : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"})
-    if (const char* cap = std::getenv(name)) return cap_to_onednn_isa(f, cap);
-  return f;
+    if (const char* cap = std::getenv(name)) return cap;
+  return "";
 }
 
 CpuFeatures cap_to_onednn_isa(CpuFeatures f, const std::string& cap) {

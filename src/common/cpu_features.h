@@ -15,6 +15,9 @@ struct CpuFeatures {
 // them as it caps LibTorch's convolutions and matmuls (cap_to_onednn_isa).
 CpuFeatures cpu_features();
 
+// oneDNN's ISA cap from the environment: ONEDNN_MAX_CPU_ISA, else DNNL_MAX_CPU_ISA, else "".
+std::string onednn_isa_cap();
+
 // `features` lowered to oneDNN's ISA cap `cap` (its names: AVX2, AVX512_CORE, AVX512_CORE_BF16,
 // AVX512_CORE_AMX, ...; case-insensitive). Empty, ALL, DEFAULT or an unknown name: unchanged.
 CpuFeatures cap_to_onednn_isa(CpuFeatures features, const std::string& cap);

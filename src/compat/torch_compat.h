@@ -59,7 +59,7 @@ bool cpu_has_fast_bf16_conv();
 // The CPU as the memory-format rule sees it (model/memory_format.h): whether it is x86-64, and
 // whether LibTorch's CPU kernels run at their AVX-512 level here. That level is ATen's dispatch
 // choice (at::get_cpu_capability), so ATEN_CPU_CAPABILITY=avx2 lowers it as it lowers the
-// kernels; oneDNN's own cap (ONEDNN_MAX_CPU_ISA) is not visible to detrain.
+// kernels; oneDNN's own cap (ONEDNN_MAX_CPU_ISA) is read by cpu_features, not here.
 struct CpuVectorLevel {
   bool x86 = false;
   bool avx2 = false;  // AVX2 or AVX-512

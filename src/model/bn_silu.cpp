@@ -20,14 +20,19 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 // The widest kernels this CPU runs, up to the level LibTorch's own kernels run at here (so
-// that ATEN_CPU_CAPABILITY=avx2 lowers both alike).
-const Kernels& best_kernels() {
+// that ATEN_CPU_CAPABILITY=avx2 lowers both alike). Both are fixed for the process, so the
+// choice is made once rather than in every node's forward and backward.
+const Kernels& pick_kernels() {
   const compat::CpuVectorLevel level = compat::cpu_vector_level();
   const Kernels* avx512 = bn_silu::avx512_kernels();
   if (avx512 && level.avx512) return *avx512;
   const Kernels* avx2 = bn_silu::avx2_kernels();
   if (avx2 && level.avx2) return *avx2;
   return bn_silu::scalar_kernels();
+}
+const Kernels& best_kernels() {
+  static const Kernels& kernels = pick_kernels();
+  return kernels;
 }
 
 bool dense_nhwc(const torch::Tensor& x) {
