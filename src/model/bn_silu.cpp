@@ -3,6 +3,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -83,6 +84,32 @@ std::vector<float> float_values(const torch::Tensor& t) {
   return std::vector<float>(f.data_ptr<float>(), f.data_ptr<float>() + f.numel());
 }
 
+// Each channel's origin for the one-pass variance: the mean of 64 pixels spread evenly over the
+// batch, so that |mean - origin| is a fraction of the channel's spread and the variance,
+// sum (x - origin)^2 / n - (mean - origin)^2, loses no more than float's own rounding. (The first
+// pixels alone would not do: a letterbox border can make them all alike.)
+std::vector<float> channel_origin(const torch::Tensor& x, const Layout& layout) {
+  const int64_t pixels = layout.batch * layout.spatial;
+  const int64_t samples = std::min<int64_t>(64, pixels);
+  const bool bf16 = x.scalar_type() == torch::kBFloat16;
+  const void* data = x.data_ptr();
+  auto value = [&](int64_t index) {
+    if (!bf16) return static_cast<const float*>(data)[index];
+    return static_cast<float>(static_cast<const c10::BFloat16*>(data)[index]);
+  };
+  std::vector<double> sums(static_cast<size_t>(layout.channels), 0.0);
+  for (int64_t j = 0; j < samples; ++j) {
+    const int64_t pixel = j * pixels / samples;
+    const int64_t image = pixel / layout.spatial, position = pixel % layout.spatial;
+    for (int64_t c = 0; c < layout.channels; ++c)
+      sums[c] += value(layout.nhwc ? pixel * layout.channels + c
+                                   : (image * layout.channels + c) * layout.spatial + position);
+  }
+  std::vector<float> origin(sums.size());
+  for (size_t c = 0; c < sums.size(); ++c) origin[c] = static_cast<float>(sums[c] / samples);
+  return origin;
+}
+
 // z = x * scale + shift with scale = weight / std, shift = bias - mean * scale.
 void affine_of(const std::vector<float>& weight, const std::vector<float>& bias,
                const std::vector<float>& mean, const std::vector<float>& invstd,
@@ -111,17 +138,21 @@ class BnSiluFunction : public torch::autograd::Function<BnSiluFunction> {
     const int64_t channels = layout.channels;
     const double count = static_cast<double>(layout.batch * layout.spatial);
 
-    const auto sums = channel_sums(layout, 1, [&](int64_t b, int64_t e, double* sum, double*) {
-      k.sum(data, dtype, layout, b, e, sum);
+    // One pass for the mean and the variance: sums of x - origin and its square, with each
+    // channel's origin a sample of that channel (so near its mean), then in double:
+    // mean = origin + s1 / n, variance = s2 / n - (s1 / n)^2.
+    const std::vector<float> origin = channel_origin(x, layout);
+    const auto sums = channel_sums(layout, 2, [&](int64_t b, int64_t e, double* s1, double* s2) {
+      k.shifted_sums(data, dtype, layout, origin.data(), b, e, s1, s2);
     });
-    std::vector<float> mean(channels);
-    for (int64_t c = 0; c < channels; ++c) mean[c] = static_cast<float>(sums[0][c] / count);
-    const auto squares = channel_sums(layout, 1, [&](int64_t b, int64_t e, double* out, double*) {
-      k.squared_deviation_sum(data, dtype, layout, mean.data(), b, e, out);
-    });
-    std::vector<float> invstd(channels);
-    for (int64_t c = 0; c < channels; ++c)
-      invstd[c] = static_cast<float>(1.0 / std::sqrt(squares[0][c] / count + eps));
+    std::vector<float> mean(channels), invstd(channels);
+    std::vector<double> squares(channels);  // sum of (x - mean)^2
+    for (int64_t c = 0; c < channels; ++c) {
+      const double offset = sums[0][c] / count;
+      mean[c] = static_cast<float>(origin[c] + offset);
+      squares[c] = std::max(0.0, sums[1][c] - offset * sums[0][c]);
+      invstd[c] = static_cast<float>(1.0 / std::sqrt(squares[c] / count + eps));
+    }
 
     std::vector<float> scale, shift;
     affine_of(float_values(weight), float_values(bias), mean, invstd, scale, shift);
@@ -137,7 +168,7 @@ class BnSiluFunction : public torch::autograd::Function<BnSiluFunction> {
       const torch::Tensor batch_mean = float_tensor(mean);
       std::vector<float> unbiased(channels);
       for (int64_t c = 0; c < channels; ++c)
-        unbiased[c] = static_cast<float>(squares[0][c] / (count - 1));
+        unbiased[c] = static_cast<float>(squares[c] / (count - 1));
       running_mean.mul_(1 - momentum).add_(batch_mean.to(running_mean.dtype()), momentum);
       running_var.mul_(1 - momentum).add_(float_tensor(unbiased).to(running_var.dtype()), momentum);
     }
@@ -162,9 +193,11 @@ class BnSiluFunction : public torch::autograd::Function<BnSiluFunction> {
     std::vector<float> scale, shift;
     affine_of(float_values(saved[1]), float_values(saved[2]), mean, invstd, scale, shift);
 
+    // The sums pass writes dz into dx's buffer; the second pass turns it into dx in place.
+    torch::Tensor dx = torch::empty_like(x);
     const auto sums = channel_sums(layout, 2, [&](int64_t b, int64_t e, double* dz, double* dzc) {
-      k.backward_sums(x.data_ptr(), dy.data_ptr(), dtype, layout, scale.data(), shift.data(),
-                      mean.data(), b, e, dz, dzc);
+      k.backward_sums(x.data_ptr(), dy.data_ptr(), dx.data_ptr(), dtype, layout, scale.data(),
+                      shift.data(), mean.data(), b, e, dz, dzc);
     });
     // dx = scale (dz - mean(dz) - xhat mean(dz xhat)) with xhat = (x - mean) invstd, as
     // dz * scale + x * a + b.
@@ -176,10 +209,9 @@ class BnSiluFunction : public torch::autograd::Function<BnSiluFunction> {
       weight_grad[c] = static_cast<float>(sums[1][c] * invstd[c]);
       bias_grad[c] = static_cast<float>(sums[0][c]);
     }
-    torch::Tensor dx = torch::empty_like(x);
     at::parallel_for(0, layout.units(), grain(layout), [&](int64_t begin, int64_t end) {
-      k.backward_apply(x.data_ptr(), dy.data_ptr(), dx.data_ptr(), dtype, layout, scale.data(),
-                       shift.data(), a.data(), b.data(), begin, end);
+      k.backward_apply(x.data_ptr(), dx.data_ptr(), dx.data_ptr(), dtype, layout, scale.data(),
+                       a.data(), b.data(), begin, end);
     });
     const torch::Tensor& weight = saved[1];
     return {dx,

@@ -2,9 +2,10 @@
 // (runtime.bn_silu). LibTorch runs them as two: batch_norm writes z, silu reads it and writes y,
 // and backward reads and writes both again, each at memory speed and each op keeping its own
 // saved tensor. The fused node keeps only the block's convolution output x, recomputes z and the
-// sigmoid from the per-channel mean and 1/std, and makes two passes each way (forward: the
-// statistics, then y; backward: the two per-channel sums, then dx), on float or bf16 data in
-// NCHW or NHWC (kernels: model/bn_silu_kernels.h). It updates the running statistics and
+// sigmoid from the per-channel mean and 1/std, and makes two passes each way (forward: the mean
+// and variance in one pass about a sampled origin, then y; backward: the two per-channel sums,
+// writing dz into dx's buffer, then dx in place), on float or bf16 data in NCHW or NHWC
+// (kernels: model/bn_silu_kernels.h). It updates the running statistics and
 // num_batches_tracked as torch::nn::BatchNorm2d does; it differs from the two ops by rounding
 // only (z is not rounded to bf16 before the SiLU). Measured: docs/perf/2026-12-07-fused-bn-silu.md.
 #pragma once

@@ -27,23 +27,23 @@ struct Layout {
 // s = sigmoid(z); dz = dy * s * (1 + z (1 - s)) is the gradient at z.
 struct Kernels {
   const char* name;  // "avx512", "scalar"
-  // sum[c] += sum of x over the units
-  void (*sum)(const void* x, Dtype dtype, const Layout& layout, int64_t begin, int64_t end,
-              double* sum);
-  // out[c] += sum of (x - mean[c])^2
-  void (*squared_deviation_sum)(const void* x, Dtype dtype, const Layout& layout, const float* mean,
-                                int64_t begin, int64_t end, double* out);
+  // sum[c] += sum of (x - origin[c]); sum_sq[c] += sum of (x - origin[c])^2. One pass gives the
+  // mean and the variance; an origin near the mean (a sample of the channel) keeps the
+  // variance's subtraction from cancelling.
+  void (*shifted_sums)(const void* x, Dtype dtype, const Layout& layout, const float* origin,
+                       int64_t begin, int64_t end, double* sum, double* sum_sq);
   // y = silu(x * scale + shift), in x's dtype
   void (*forward)(const void* x, void* y, Dtype dtype, const Layout& layout, const float* scale,
                   const float* shift, int64_t begin, int64_t end);
-  // sum_dz[c] += sum of dz; sum_dz_centered[c] += sum of dz * (x - mean[c])
-  void (*backward_sums)(const void* x, const void* dy, Dtype dtype, const Layout& layout,
+  // dz = the gradient at z, written in x's dtype (for backward_apply: the sigmoid is computed
+  // once); sum_dz[c] += sum of dz; sum_dz_centered[c] += sum of dz * (x - mean[c])
+  void (*backward_sums)(const void* x, const void* dy, void* dz, Dtype dtype, const Layout& layout,
                         const float* scale, const float* shift, const float* mean, int64_t begin,
                         int64_t end, double* sum_dz, double* sum_dz_centered);
-  // dx = dz * scale + x * a[c] + b[c], in x's dtype
-  void (*backward_apply)(const void* x, const void* dy, void* dx, Dtype dtype, const Layout& layout,
-                         const float* scale, const float* shift, const float* a, const float* b,
-                         int64_t begin, int64_t end);
+  // dx = dz * scale + x * a[c] + b[c], in x's dtype; dx may be dz itself (in place)
+  void (*backward_apply)(const void* x, const void* dz, void* dx, Dtype dtype, const Layout& layout,
+                         const float* scale, const float* a, const float* b, int64_t begin,
+                         int64_t end);
 };
 
 // Portable C++: any CPU.

@@ -159,21 +159,14 @@ template <class V, class T>
 struct Typed {
   using F = typename V::F;
 
-  static void sum(const T* x, const Layout& layout, int64_t begin, int64_t end, double* out) {
-    double* outs[1] = {out};
-    reduce<V, 1>(
-        layout, begin, end, [x](int64_t o, int n, const auto&, F* t) { t[0] = V::load(x + o, n); },
-        outs);
-  }
-
-  static void squared_deviation_sum(const T* x, const Layout& layout, const float* mean,
-                                    int64_t begin, int64_t end, double* out) {
-    double* outs[1] = {out};
-    reduce<V, 1>(
+  static void shifted_sums(const T* x, const Layout& layout, const float* origin, int64_t begin,
+                           int64_t end, double* sum, double* sum_sq) {
+    double* outs[2] = {sum, sum_sq};
+    reduce<V, 2>(
         layout, begin, end,
-        [x, mean](int64_t o, int n, const auto& params, F* t) {
-          const F d = V::sub(V::load(x + o, n), params(mean));
-          t[0] = V::mul(d, d);
+        [x, origin](int64_t o, int n, const auto& params, F* t) {
+          t[0] = V::sub(V::load(x + o, n), params(origin));
+          t[1] = V::mul(t[0], t[0]);
         },
         outs);
   }
@@ -186,9 +179,9 @@ struct Typed {
     });
   }
 
-  static void backward_sums(const T* x, const T* dy, const Layout& layout, const float* scale,
-                            const float* shift, const float* mean, int64_t begin, int64_t end,
-                            double* sum_dz, double* sum_dz_centered) {
+  static void backward_sums(const T* x, const T* dy, T* dz, const Layout& layout,
+                            const float* scale, const float* shift, const float* mean,
+                            int64_t begin, int64_t end, double* sum_dz, double* sum_dz_centered) {
     double* outs[2] = {sum_dz, sum_dz_centered};
     reduce<V, 2>(
         layout, begin, end,
@@ -196,19 +189,20 @@ struct Typed {
           const F xv = V::load(x + o, n);
           const F z = V::fmadd(xv, params(scale), params(shift));
           t[0] = silu_gradient<V>(V::load(dy + o, n), z);
+          V::store(dz + o, t[0], n);
           t[1] = V::mul(t[0], V::sub(xv, params(mean)));
         },
         outs);
   }
 
-  static void backward_apply(const T* x, const T* dy, T* dx, const Layout& layout,
-                             const float* scale, const float* shift, const float* a, const float* b,
-                             int64_t begin, int64_t end) {
+  // dz and dx may be one buffer: each vector is read before it is written.
+  static void backward_apply(const T* x, const T* dz, T* dx, const Layout& layout,
+                             const float* scale, const float* a, const float* b, int64_t begin,
+                             int64_t end) {
     for_each_vector<V>(layout, begin, end, [=](int64_t o, int n, const auto& params) {
       const F xv = V::load(x + o, n);
-      const F sc = params(scale);
-      const F dz = silu_gradient<V>(V::load(dy + o, n), V::fmadd(xv, sc, params(shift)));
-      V::store(dx + o, V::fmadd(dz, sc, V::fmadd(xv, params(a), params(b))), n);
+      V::store(dx + o,
+               V::fmadd(V::load(dz + o, n), params(scale), V::fmadd(xv, params(a), params(b))), n);
     });
   }
 };
@@ -219,18 +213,12 @@ struct Erased {
   template <class T>
   using K = Typed<V, T>;
 
-  static void sum(const void* x, Dtype d, const Layout& l, int64_t b, int64_t e, double* out) {
+  static void shifted_sums(const void* x, Dtype d, const Layout& l, const float* origin, int64_t b,
+                           int64_t e, double* sum, double* sum_sq) {
     if (d == Dtype::kBf16)
-      K<uint16_t>::sum(static_cast<const uint16_t*>(x), l, b, e, out);
+      K<uint16_t>::shifted_sums(static_cast<const uint16_t*>(x), l, origin, b, e, sum, sum_sq);
     else
-      K<float>::sum(static_cast<const float*>(x), l, b, e, out);
-  }
-  static void squared_deviation_sum(const void* x, Dtype d, const Layout& l, const float* mean,
-                                    int64_t b, int64_t e, double* out) {
-    if (d == Dtype::kBf16)
-      K<uint16_t>::squared_deviation_sum(static_cast<const uint16_t*>(x), l, mean, b, e, out);
-    else
-      K<float>::squared_deviation_sum(static_cast<const float*>(x), l, mean, b, e, out);
+      K<float>::shifted_sums(static_cast<const float*>(x), l, origin, b, e, sum, sum_sq);
   }
   static void forward(const void* x, void* y, Dtype d, const Layout& l, const float* scale,
                       const float* shift, int64_t b, int64_t e) {
@@ -241,29 +229,31 @@ struct Erased {
       K<float>::forward(static_cast<const float*>(x), static_cast<float*>(y), l, scale, shift, b,
                         e);
   }
-  static void backward_sums(const void* x, const void* dy, Dtype d, const Layout& l,
+  static void backward_sums(const void* x, const void* dy, void* dz, Dtype d, const Layout& l,
                             const float* scale, const float* shift, const float* mean, int64_t b,
                             int64_t e, double* sum_dz, double* sum_dz_centered) {
     if (d == Dtype::kBf16)
       K<uint16_t>::backward_sums(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(dy),
-                                 l, scale, shift, mean, b, e, sum_dz, sum_dz_centered);
+                                 static_cast<uint16_t*>(dz), l, scale, shift, mean, b, e, sum_dz,
+                                 sum_dz_centered);
     else
-      K<float>::backward_sums(static_cast<const float*>(x), static_cast<const float*>(dy), l, scale,
-                              shift, mean, b, e, sum_dz, sum_dz_centered);
+      K<float>::backward_sums(static_cast<const float*>(x), static_cast<const float*>(dy),
+                              static_cast<float*>(dz), l, scale, shift, mean, b, e, sum_dz,
+                              sum_dz_centered);
   }
-  static void backward_apply(const void* x, const void* dy, void* dx, Dtype d, const Layout& l,
-                             const float* scale, const float* shift, const float* a,
-                             const float* bb, int64_t b, int64_t e) {
+  static void backward_apply(const void* x, const void* dz, void* dx, Dtype d, const Layout& l,
+                             const float* scale, const float* a, const float* bb, int64_t b,
+                             int64_t e) {
     if (d == Dtype::kBf16)
-      K<uint16_t>::backward_apply(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(dy),
-                                  static_cast<uint16_t*>(dx), l, scale, shift, a, bb, b, e);
+      K<uint16_t>::backward_apply(static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(dz),
+                                  static_cast<uint16_t*>(dx), l, scale, a, bb, b, e);
     else
-      K<float>::backward_apply(static_cast<const float*>(x), static_cast<const float*>(dy),
-                               static_cast<float*>(dx), l, scale, shift, a, bb, b, e);
+      K<float>::backward_apply(static_cast<const float*>(x), static_cast<const float*>(dz),
+                               static_cast<float*>(dx), l, scale, a, bb, b, e);
   }
 
   static constexpr Kernels table(const char* name) {
-    return Kernels{name, &sum, &squared_deviation_sum, &forward, &backward_sums, &backward_apply};
+    return Kernels{name, &shifted_sums, &forward, &backward_sums, &backward_apply};
   }
 };
 

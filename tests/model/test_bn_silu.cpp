@@ -103,10 +103,9 @@ TEST_CASE("bn_silu kernels: sums and passes equal double-precision formulas",
       const torch::Tensor s = torch::sigmoid(z);
       const torch::Tensor y_exact = z * s;
       const torch::Tensor dz_exact = dyd * s * (1 + z * (1 - s));
-      const torch::Tensor dx_exact =
-          dz_exact * per_channel(scale) + xd * per_channel(a) + per_channel(b);
       const std::vector<int64_t> dims{0, 2, 3};
-      const torch::Tensor sum_exact = xd.sum(dims);
+      // The kernels' sums are about an origin; the mean's values serve as one.
+      const torch::Tensor sum_exact = (xd - per_channel(mean)).sum(dims);
       const torch::Tensor sq_exact = (xd - per_channel(mean)).pow(2).sum(dims);
       const torch::Tensor dz_sum_exact = dz_exact.sum(dims);
       const torch::Tensor dzc_sum_exact = (dz_exact * (xd - per_channel(mean))).sum(dims);
@@ -126,27 +125,37 @@ TEST_CASE("bn_silu kernels: sums and passes equal double-precision formulas",
           // Units split in two ranges, as two threads would take them.
           const int64_t units = layout.units(), half = units / 2 + 1;
           std::vector<double> sum(channels), sq(channels), dz_sum(channels), dzc_sum(channels);
+          torch::Tensor dz = torch::empty_like(xl);
           for (const auto& [begin, end] : {std::pair{int64_t{0}, half}, std::pair{half, units}}) {
-            k->sum(xl.data_ptr(), kdtype, layout, begin, end, sum.data());
-            k->squared_deviation_sum(xl.data_ptr(), kdtype, layout, mean.data(), begin, end,
-                                     sq.data());
-            k->backward_sums(xl.data_ptr(), dyl.data_ptr(), kdtype, layout, scale.data(),
-                             shift.data(), mean.data(), begin, end, dz_sum.data(), dzc_sum.data());
+            k->shifted_sums(xl.data_ptr(), kdtype, layout, mean.data(), begin, end, sum.data(),
+                            sq.data());
+            k->backward_sums(xl.data_ptr(), dyl.data_ptr(), dz.data_ptr(), kdtype, layout,
+                             scale.data(), shift.data(), mean.data(), begin, end, dz_sum.data(),
+                             dzc_sum.data());
           }
           // Float partial sums of at most 32 rows or 1024 pixels, then double: a few float
           // steps of the largest partial sum.
-          check("sum", vector_tensor(sum), sum_exact, 1e-6, 1e-6);
+          check("sum about the origin", vector_tensor(sum), sum_exact, 1e-6, 1e-6);
           check("squared deviations", vector_tensor(sq), sq_exact, 1e-6);
           check("sum dz", vector_tensor(dz_sum), dz_sum_exact, 1e-5, 1e-6);
           check("sum dz (x - mean)", vector_tensor(dzc_sum), dzc_sum_exact, 1e-5, 1e-6);
 
+          check("dz", dz.to(torch::kDouble), dz_exact, out_rel);
+
           torch::Tensor y = torch::empty_like(xl), dx = torch::empty_like(xl);
           k->forward(xl.data_ptr(), y.data_ptr(), kdtype, layout, scale.data(), shift.data(), 0,
                      units);
-          k->backward_apply(xl.data_ptr(), dyl.data_ptr(), dx.data_ptr(), kdtype, layout,
-                            scale.data(), shift.data(), a.data(), b.data(), 0, units);
+          k->backward_apply(xl.data_ptr(), dz.data_ptr(), dx.data_ptr(), kdtype, layout,
+                            scale.data(), a.data(), b.data(), 0, units);
+          // The exact dx from the dz the kernel stored (bf16: rounded once more on the way out).
+          const torch::Tensor dx_from_dz =
+              dz.to(torch::kDouble) * per_channel(scale) + xd * per_channel(a) + per_channel(b);
           check("y", y.to(torch::kDouble), y_exact, out_rel);
-          check("dx", dx.to(torch::kDouble), dx_exact, out_rel);
+          check("dx", dx.to(torch::kDouble), dx_from_dz, out_rel);
+          // In place, as the node runs it: dz's buffer becomes dx.
+          k->backward_apply(xl.data_ptr(), dz.data_ptr(), dz.data_ptr(), kdtype, layout,
+                            scale.data(), a.data(), b.data(), 0, units);
+          CHECK(torch::equal(dz, dx));
         }
       }
     }
@@ -225,6 +234,45 @@ TEST_CASE("fused_bn_silu equals batch_norm + silu: output, gradients, running st
       torch::randn({2, 16, 5, 5}).contiguous(torch::MemoryFormat::ChannelsLast);
   const torch::Tensor slice = wide.narrow(1, 4, 8);
   check("strided y", fused_bn_silu(slice, *ours), torch::silu(ref(slice)), 1e-6);
+}
+
+TEST_CASE("fused_bn_silu's one-pass statistics hold where a naive sum of squares cancels",
+          "[unit][model][bn-silu]") {
+  // The node takes the mean and the variance in one pass about a sampled origin. Hard cases for
+  // that: channels whose mean is 10^3 to 10^4 times their spread (a sum of squares about 0 would
+  // keep no digit of the variance in float), and a batch whose first rows are a constant
+  // letterbox border (an origin from the first pixels would sit far from the mean). Against
+  // double-precision two-pass statistics: 1e-5 relative, a few float steps of the partial sums.
+  torch::manual_seed(31);
+  for (const bool nhwc : {false, true})
+    for (const bool border : {false, true}) {
+      INFO((nhwc ? "nhwc" : "nchw") << (border ? ", border" : ""));
+      const int64_t channels = 6;
+      torch::Tensor x = torch::randn({4, channels, 20, 12}, torch::kDouble) * 0.05;
+      if (border)
+        x.narrow(0, 0, 1).narrow(2, 0, 6).fill_(1.5);  // image 0's top rows, 10 sigma away
+      else
+        x += torch::tensor({100.0, -300.0, 0.0, 7.0, 500.0, 1.0}, torch::kDouble)
+                 .view({1, -1, 1, 1});
+      const torch::Tensor xf = x.to(torch::kFloat)
+                                   .contiguous(nhwc ? torch::MemoryFormat::ChannelsLast
+                                                    : torch::MemoryFormat::Contiguous);
+      const torch::Tensor xd = xf.to(torch::kDouble);
+      const torch::Tensor mean = xd.mean({0, 2, 3});
+      const torch::Tensor var = (xd - mean.view({1, -1, 1, 1})).pow(2).mean({0, 2, 3});
+      const double count = static_cast<double>(xf.numel() / channels);
+
+      torch::nn::BatchNorm2d bn(torch::nn::BatchNorm2dOptions(channels).eps(1e-3).momentum(1.0));
+      const torch::Tensor y =
+          fused_bn_silu(xf, *bn);  // momentum 1: the running values are the batch's
+      check("mean", bn->running_mean.to(torch::kDouble), mean, 1e-5, 1e-6);
+      check("variance", bn->running_var.to(torch::kDouble), var * count / (count - 1), 1e-5);
+      const torch::Tensor z =
+          (xd - mean.view({1, -1, 1, 1})) / (var.view({1, -1, 1, 1}) + 1e-3).sqrt();
+      // y = x * scale + shift, as LibTorch's kernel forms it, cancels for a mean 10^4 spreads away
+      // (float's step at 10^4 is 10^-3): y is checked where that form keeps float's precision.
+      if (border) check("y", y.to(torch::kDouble), z * torch::sigmoid(z), 1e-5, 1e-5);
+    }
 }
 
 TEST_CASE("fused_bn_silu in bf16 is as close to the exact result as batch_norm + silu",
