@@ -34,10 +34,14 @@ void convert_to_memory_format(torch::nn::Module& module, MemoryFormat format) {
 }
 
 torch::Tensor image_input(const torch::Tensor& images, const torch::Device& device,
-                          MemoryFormat format) {
+                          MemoryFormat format, bool bf16) {
+  // LibTorch's CPU division of a bf16 tensor by a scalar computes u / 255 in float and rounds,
+  // as autocast's cast of the float quotient does (tested on every byte value). CUDA's kernels
+  // are not checked here, so CUDA keeps the float batch.
+  const bool direct_bf16 = bf16 && device.is_cpu();
   return images.to(device, /*non_blocking=*/true)
       .contiguous(torch_memory_format(format))
-      .to(torch::kFloat)
+      .to(direct_bf16 ? torch::kBFloat16 : torch::kFloat)
       .div_(255.0);
 }
 

@@ -32,8 +32,11 @@ StepResult TrainStep::run(const data::Batch& batch, int64_t epoch, int64_t iter,
     if (optimizer.warmup_ramps_momentum()) optimizer.set_momentum(g, hyper.momentum);
   }
   const torch::Device& device = options_.device;
-  const torch::Tensor images =  // [B, 3, H, W] float in [0, 1], in the model's memory format
-      model::image_input(batch.images, device, parts_.model->memory_format());
+  // [B, 3, H, W] in [0, 1], in the model's memory format: float, or under BF16 autocast the bf16
+  // values autocast would make of it.
+  const torch::Tensor images =
+      model::image_input(batch.images, device, parts_.model->memory_format(),
+                         options_.precision == model::Precision::kBf16);
   // The criterion takes the bf16 head outputs and computes in fp32 itself.
   model::TrainOutput out;
   {

@@ -138,6 +138,21 @@ TEST_CASE("set_memory_format converts the 4-D tensors in place and keeps every o
   CHECK(nhwc.scalar_type() == torch::kFloat);
   CHECK(torch::equal(nhwc, nchw));
   CHECK(torch::equal(nchw, images.to(torch::kFloat) / 255.0));
+
+  // For BF16 autocast: bf16 values equal to autocast's cast of the float batch, bit for bit, for
+  // every byte value (a long run takes LibTorch's vector loop, the odd tail its scalar one).
+  const torch::Tensor every_byte = torch::arange(256, torch::kInt)
+                                       .to(torch::kUInt8)
+                                       .repeat({3 * 7 * 13 + 1})
+                                       .narrow(0, 0, 3 * 3 * 7 * 131);
+  const torch::Tensor bytes = every_byte.view({3, 3, 7, 131});
+  for (const MemoryFormat format : {MemoryFormat::kNhwc, MemoryFormat::kNchw}) {
+    const torch::Tensor direct = image_input(bytes, torch::kCPU, format, /*bf16=*/true);
+    CHECK(direct.scalar_type() == torch::kBFloat16);
+    CHECK(direct.is_contiguous(torch_memory_format(format)));
+    const torch::Tensor via_float = image_input(bytes, torch::kCPU, format).to(torch::kBFloat16);
+    CHECK(torch::equal(direct.view(torch::kShort), via_float.view(torch::kShort)));
+  }
 }
 
 TEST_CASE("an nhwc model computes what the nchw model computes: outputs, gradients, BN",
