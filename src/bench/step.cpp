@@ -138,8 +138,10 @@ StepResult measure(const StepBenchOptions& o, const std::string& precision,
       r.profile_in_ops_ms = profiler->total_self_ms();
     }
   }
+  const torch::Device device = compat::parse_device(resolved.experiment.runtime.device);
   const model::Precision runs_as = model::effective_precision(
-      model::parse_precision(precision), compat::parse_device(resolved.experiment.runtime.device));
+      model::parse_precision(precision), device,
+      resolved.experiment.runtime.threads == 0 && device.is_cpu() && nproc == 1);
   const model::MemoryFormatDecision layout =
       model::choose_memory_format(resolved.experiment.runtime.memory_format,
                                   compat::parse_device(resolved.experiment.runtime.device));

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -63,6 +64,12 @@ std::optional<MachineLoad> sample_machine_load(int samples, int interval_ms, boo
 
 bool machine_is_busy(const MachineLoad& load, int threads) {
   return load.online_cpus - load.other_runnable < threads - 0.5;
+}
+
+int threads_idle_cpus_hold(const MachineLoad& load, int threads) {
+  if (!machine_is_busy(load, threads)) return threads;
+  const double idle = static_cast<double>(load.online_cpus) - load.other_runnable;
+  return std::clamp(static_cast<int>(std::floor(idle + 0.5)), 1, std::max(1, threads));
 }
 
 std::string format_machine_load(const MachineLoad& load) {

@@ -27,6 +27,11 @@ std::optional<MachineLoad> sample_machine_load(int samples = 10, int interval_ms
 // of them (half a thread of slack absorbs a sampling daemon's blips).
 bool machine_is_busy(const MachineLoad& load, int threads);
 
+// The intra-op threads a run of `threads` takes at this load: all of them on idle cores, else as
+// many as the idle CPUs hold (rounded), at least one. Beside a 2-thread PyTorch process on 2
+// cores, one thread took 0.5-0.65x the step of two (docs/perf/2026-12-08-busy-cores.md).
+int threads_idle_cpus_hold(const MachineLoad& load, int threads);
+
 // "1.9 other runnable threads on 2 CPUs" and back; nullopt for text not written by format.
 std::string format_machine_load(const MachineLoad& load);
 std::optional<MachineLoad> parse_machine_load(const std::string& text);

@@ -20,7 +20,10 @@ struct RuntimeOptions {
   template <class V>
   void visit(V& v) {
     v("device", device, "cpu, cuda or cuda:N");
-    v("threads", threads, "intra-op CPU threads; 0 uses every core", Constraint::range(0, 1024));
+    v("threads", threads,
+      "intra-op CPU threads; 0 uses every core the other processes leave idle, at least one "
+      "(sampled at start and once a minute while training)",
+      Constraint::range(0, 1024));
     v("seed", seed, "global seed (model init, shuffling, augmentation)",
       Constraint::range(0, 9.007199254740992e15));
     v("deterministic", deterministic,

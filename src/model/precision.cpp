@@ -44,13 +44,19 @@ PrecisionChoice choose_auto_precision(const AutoPrecisionInputs& in) {
   if (in.distributed) return {Precision::kBf16, isa + " CPU (ranks do not check the load)"};
   if (!in.load) return {Precision::kBf16, isa + " CPU, load unknown"};
   const std::string load = format_machine_load(*in.load);
-  if (machine_is_busy(*in.load, in.threads))
+  if (machine_is_busy(*in.load, in.threads)) {
+    if (in.threads_follow_load)
+      return {Precision::kBf16, isa + " CPU busy with other work at start (" + load +
+                                    "): BF16 on the threads its idle cores hold"};
     return {Precision::kFp32, isa + " CPU busy with other work at start (" + load +
-                                  "), where BF16 steps were measured slower than fp32"};
+                                  "), where BF16 steps on " + std::to_string(in.threads) +
+                                  " threads were measured slower than fp32"};
+  }
   return {Precision::kBf16, isa + " CPU, idle at start (" + load + ")"};
 }
 
-Precision effective_precision(Precision requested, const torch::Device& device) {
+Precision effective_precision(Precision requested, const torch::Device& device,
+                              bool threads_follow_load) {
   if (requested == Precision::kBf16Always) return Precision::kBf16;
   if (requested == Precision::kAuto) {
     AutoPrecisionInputs in;
@@ -59,6 +65,7 @@ Precision effective_precision(Precision requested, const torch::Device& device) 
     in.threads = compat::num_threads();
     const char* world = std::getenv("WORLD_SIZE");
     in.distributed = world != nullptr && std::atoi(world) > 1;
+    in.threads_follow_load = threads_follow_load;
     if (!in.cuda && !in.distributed) in.load = startup_machine_load();
     const PrecisionChoice choice = choose_auto_precision(in);
     spdlog::info("train.precision=auto: {} ({})", precision_name(choice.precision), choice.reason);

@@ -32,7 +32,7 @@
 #include "train/divergence.h"
 #include "train/epoch_end.h"
 #include "train/iteration_report.h"
-#include "train/precision_watch.h"
+#include "train/load_watch.h"
 #include "train/resume.h"
 #include "train/run_log.h"
 #include "train/train_parts.h"
@@ -68,8 +68,8 @@ class Trainer {
   double training_seconds() const { return seconds_before_ + loop_clock_.seconds(); }
   // Rebuilds the schedule when train.time changed the epoch count it was built for.
   void follow_epoch_count();
-  // train.precision=auto: the precision the load now calls for (precision_watch.h).
-  void watch_precision();
+  // The thread count or train.precision=auto the load now calls for (load_watch.h).
+  void watch_load();
   ckpt::Checkpoint checkpoint() const { return capture_checkpoint(state_, parts_, resolved_); }
   bool main() const { return world_->is_main(); }
 
@@ -87,7 +87,9 @@ class Trainer {
   std::optional<compat::DeterministicScope> deterministic_;  // runtime.deterministic, this run
   model::Precision precision_ = model::Precision::kBf16;
   // train.precision=auto on one CPU process: re-checked against the load while training.
-  std::optional<AutoPrecisionWatch> precision_watch_;
+  std::optional<LoadWatch> load_watch_;
+  bool threads_follow_load_ = false;  // runtime.threads=0, one CPU process
+  int all_threads_ = 1;               // the intra-op threads on idle cores
   TrainingData data_;
   std::unique_ptr<dist::World> world_;
   TrainParts parts_;
@@ -105,9 +107,23 @@ void Trainer::build() {
   placement_ = dist::place_process(x_);
   // Before the model is built, as the reference's init_seeds; undone when the run ends.
   deterministic_.emplace(x_.runtime.deterministic, x_.runtime.deterministic_warn_only);
-  precision_ =
-      model::effective_precision(model::parse_precision(x_.train.precision), placement_.device);
+  // runtime.threads=0 on a single CPU process: the intra-op threads follow the load (ranks
+  // would sample different loads, and must agree).
+  threads_follow_load_ =
+      x_.runtime.threads == 0 && placement_.device.is_cpu() && placement_.env.world_size == 1;
+  precision_ = model::effective_precision(model::parse_precision(x_.train.precision),
+                                          placement_.device, threads_follow_load_);
   spdlog::info("{}; {}", placement_.runtime_summary, compat::deterministic_state().describe());
+  all_threads_ = compat::num_threads();
+  if (threads_follow_load_)
+    if (const std::optional<MachineLoad> load = startup_machine_load())
+      if (machine_is_busy(*load, all_threads_)) {
+        compat::set_num_threads(threads_idle_cpus_hold(*load, all_threads_));
+        spdlog::info(
+            "intra-op threads: {} of {} (busy at start: {}; runtime.threads=0 follows the "
+            "load)",
+            compat::num_threads(), all_threads_, format_machine_load(*load));
+      }
   const model::MemoryFormatDecision layout =
       model::choose_memory_format(x_.runtime.memory_format, placement_.device);
   spdlog::info("memory format {}", model::describe(layout));
@@ -120,17 +136,21 @@ void Trainer::build() {
   spdlog::info("BatchNorm + SiLU {}", model::describe(parts_.bn_silu));
   step_ = std::make_unique<TrainStep>(parts_, *world_,
                                       StepOptions::from(x_.train, placement_.device, precision_));
-  // Ranks would sample different loads (and must agree), a CUDA run always takes BF16, and a
-  // CPU where auto's own rule keeps fp32 even on idle cores has nothing to switch to.
-  const int threads = static_cast<int>(compat::num_threads());
+  // The load re-checked while training (load_watch.h): the thread count follows it, or else
+  // train.precision=auto does where its rule would take BF16 on idle cores. Ranks would sample
+  // different loads (and must agree); a CUDA run always takes BF16.
   model::AutoPrecisionInputs idle;
   idle.cpu = cpu_features();
-  idle.threads = threads;
-  idle.load = MachineLoad{0, threads};
-  if (model::parse_precision(x_.train.precision) == model::Precision::kAuto &&
+  idle.threads = all_threads_;
+  idle.load = MachineLoad{0, all_threads_};
+  const bool precision_follows_load =
+      model::parse_precision(x_.train.precision) == model::Precision::kAuto &&
       placement_.device.is_cpu() && world_->size() == 1 &&
-      model::choose_auto_precision(idle).precision == model::Precision::kBf16)
-    precision_watch_.emplace(precision_ == model::Precision::kBf16, threads);
+      model::choose_auto_precision(idle).precision == model::Precision::kBf16;
+  if (threads_follow_load_ || precision_follows_load)
+    load_watch_.emplace(threads_follow_load_ ? compat::num_threads() < all_threads_
+                                             : precision_ != model::Precision::kBf16,
+                        all_threads_);
   state_.world_size = world_->size();
   state_.position.batches_per_epoch = parts_.train_loader->batches_per_epoch();
 }
@@ -238,7 +258,7 @@ EpochOutcome Trainer::train_epoch() {
       return EpochOutcome::stopped();
     }
     if (request_.callbacks.before_iteration) request_.callbacks.before_iteration(info);
-    watch_precision();
+    watch_load();
 
     Stopwatch step_clock;
     std::optional<data::Batch> batch = parts_.train_loader->next();
@@ -304,14 +324,23 @@ EpochOutcome Trainer::finish_epoch(double seconds) {
   return outcome;
 }
 
-void Trainer::watch_precision() {
-  if (!precision_watch_) return;
-  const auto change = precision_watch_->poll(
+void Trainer::watch_load() {
+  if (!load_watch_) return;
+  const auto change = load_watch_->poll(
       loop_clock_.seconds(), [] { return sample_machine_load(10, 10, /*exclude_own=*/true); });
   if (!change) return;
-  precision_ = change->bf16 ? model::Precision::kBf16 : model::Precision::kFp32;
+  if (threads_follow_load_) {
+    compat::set_num_threads(change->busy ? threads_idle_cpus_hold(change->load, all_threads_)
+                                         : all_threads_);
+    spdlog::info("intra-op threads: now {} of {} ({})", compat::num_threads(), all_threads_,
+                 change->reason);
+    return;
+  }
+  // A thread count the user fixed: BF16 on busy cores was measured slower than fp32.
+  const bool bf16 = !change->busy;
+  precision_ = bf16 ? model::Precision::kBf16 : model::Precision::kFp32;
   step_->set_precision(precision_);
-  if (parts_.validation) parts_.validation->set_bf16(change->bf16);  // rank 0's
+  if (parts_.validation) parts_.validation->set_bf16(bf16);  // rank 0's
   spdlog::info("train.precision=auto: now {} ({})", model::precision_name(precision_),
                change->reason);
 }

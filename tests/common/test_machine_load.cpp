@@ -51,6 +51,14 @@ TEST_CASE("machine load: text round trip, busy rule, live sample", "[unit][commo
   CHECK(machine_is_busy({2.0, 2}, 2));
   CHECK_FALSE(machine_is_busy({2.0, 16}, 8));
   CHECK(machine_is_busy({9.0, 16}, 8));
+  // The threads a run takes: all on idle cores, else what the idle CPUs hold, at least one.
+  CHECK(threads_idle_cpus_hold({0.2, 2}, 2) == 2);
+  CHECK(threads_idle_cpus_hold({1.0, 2}, 2) == 1);
+  CHECK(threads_idle_cpus_hold({2.0, 2}, 2) == 1);
+  CHECK(threads_idle_cpus_hold({5.0, 2}, 2) == 1);
+  CHECK(threads_idle_cpus_hold({2.0, 16}, 8) == 8);
+  CHECK(threads_idle_cpus_hold({9.0, 16}, 8) == 7);
+  CHECK(threads_idle_cpus_hold({11.6, 16}, 16) == 4);
 #if defined(__linux__)
   const std::optional<MachineLoad> live = sample_machine_load(3, 1);
   REQUIRE(live);

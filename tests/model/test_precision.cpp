@@ -77,11 +77,19 @@ TEST_CASE("precision auto: bf16 where measured faster, fp32 on a busy CPU or one
   PrecisionChoice c = choose_auto_precision(in);
   CHECK(c.precision == Precision::kBf16);
   CHECK(c.reason.find("AVX512-BF16 CPU, idle at start") != std::string::npos);
-  // A second process computing on both cores: fp32, and the log says why.
+  // A second process computing on both cores, with the user's thread count: fp32, and the log
+  // says why.
   in.load = MachineLoad{2.0, 2};
   c = choose_auto_precision(in);
   CHECK(c.precision == Precision::kFp32);
   CHECK(c.reason.find("busy with other work") != std::string::npos);
+  // With the thread count left to the run (runtime.threads=0): BF16 on fewer threads.
+  in.threads_follow_load = true;
+  c = choose_auto_precision(in);
+  CHECK(c.precision == Precision::kBf16);
+  CHECK(c.reason.find("busy with other work at start (2.0 other runnable threads on 2 CPUs): "
+                      "BF16 on the threads its idle cores hold") != std::string::npos);
+  in.threads_follow_load = false;
   // The same neighbour on a 16-CPU machine leaves room for 2 threads.
   in.load = MachineLoad{2.0, 16};
   CHECK(choose_auto_precision(in).precision == Precision::kBf16);
