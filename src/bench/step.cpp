@@ -9,6 +9,7 @@
 #include "common/cores.h"
 #include "common/cpu_features.h"
 #include "common/errors.h"
+#include "common/machine_load.h"
 #include "common/openmp_wait.h"
 #include "common/progress.h"
 #include "common/scratch_dir.h"
@@ -139,9 +140,10 @@ StepResult measure(const StepBenchOptions& o, const std::string& precision,
     }
   }
   const torch::Device device = compat::parse_device(resolved.experiment.runtime.device);
-  const model::Precision runs_as = model::effective_precision(
-      model::parse_precision(precision), device,
-      resolved.experiment.runtime.threads == 0 && device.is_cpu() && nproc == 1);
+  const bool threads_follow_load =
+      resolved.experiment.runtime.threads == 0 && device.is_cpu() && nproc == 1;
+  const model::Precision runs_as =
+      model::effective_precision(model::parse_precision(precision), device, threads_follow_load);
   const model::MemoryFormatDecision layout =
       model::choose_memory_format(resolved.experiment.runtime.memory_format,
                                   compat::parse_device(resolved.experiment.runtime.device));
@@ -163,6 +165,10 @@ StepResult measure(const StepBenchOptions& o, const std::string& precision,
   r.steps = static_cast<int64_t>(ms.size());
   const int64_t threads = resolved.experiment.runtime.threads;
   r.threads = threads > 0 ? threads : usable_cores();
+  // The trainer's start-time answer to busy cores (the load sample is the one it used).
+  if (threads_follow_load)
+    if (const std::optional<MachineLoad> load = startup_machine_load())
+      r.threads = threads_idle_cpus_hold(*load, static_cast<int>(r.threads));
   r.timing = summarize(ms);
   r.thread_cpu_ms = summarize(cpu_ms).median_ms;
   r.data_wait_share = total_ms > 0 ? wait_ms / total_ms : 0;

@@ -45,6 +45,14 @@ class Trainer {
  public:
   explicit Trainer(const TrainRequest& r)
       : request_(r), resolved_(r.config), x_(resolved_.experiment) {}
+  // The thread count the load watch lowered is the process's again (bench, tests and `val`
+  // after `train` run on in this process).
+  ~Trainer() {
+    if (threads_follow_load_ && compat::num_threads() != all_threads_)
+      compat::set_num_threads(all_threads_);
+  }
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
   TrainSummary run();
 
  private:
