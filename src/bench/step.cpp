@@ -145,8 +145,7 @@ StepResult measure(const StepBenchOptions& o, const std::string& precision,
   const model::Precision runs_as =
       model::effective_precision(model::parse_precision(precision), device, threads_follow_load);
   const model::MemoryFormatDecision layout =
-      model::choose_memory_format(resolved.experiment.runtime.memory_format,
-                                  compat::parse_device(resolved.experiment.runtime.device));
+      model::choose_memory_format(resolved.experiment.runtime.memory_format, device);
 
   std::vector<double> ms;
   double wait_ms = 0, total_ms = 0;
@@ -166,9 +165,7 @@ StepResult measure(const StepBenchOptions& o, const std::string& precision,
   const int64_t threads = resolved.experiment.runtime.threads;
   r.threads = threads > 0 ? threads : usable_cores();
   // The trainer's start-time answer to busy cores (the load sample is the one it used).
-  if (threads_follow_load)
-    if (const std::optional<MachineLoad> load = startup_machine_load())
-      r.threads = threads_idle_cpus_hold(*load, static_cast<int>(r.threads));
+  if (threads_follow_load) r.threads = threads_at_startup_load(static_cast<int>(r.threads));
   r.timing = summarize(ms);
   r.thread_cpu_ms = summarize(cpu_ms).median_ms;
   r.data_wait_share = total_ms > 0 ? wait_ms / total_ms : 0;

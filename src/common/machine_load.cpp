@@ -72,6 +72,11 @@ int threads_idle_cpus_hold(const MachineLoad& load, int threads) {
   return std::clamp(static_cast<int>(std::floor(idle + 0.5)), 1, std::max(1, threads));
 }
 
+int threads_at_startup_load(int threads) {
+  const std::optional<MachineLoad> load = startup_machine_load();
+  return load ? threads_idle_cpus_hold(*load, threads) : threads;
+}
+
 std::string format_machine_load(const MachineLoad& load) {
   char text[96];
   std::snprintf(text, sizeof text, "%.1f other runnable threads on %d CPUs", load.other_runnable,

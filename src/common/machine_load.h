@@ -32,6 +32,10 @@ bool machine_is_busy(const MachineLoad& load, int threads);
 // cores, one thread took 0.5-0.65x the step of two (docs/perf/2026-12-08-busy-cores.md).
 int threads_idle_cpus_hold(const MachineLoad& load, int threads);
 
+// threads_idle_cpus_hold at the load this run started with (startup_machine_load); `threads`
+// where that load is unknown. The trainer takes it with runtime.threads=0; bench step reports it.
+int threads_at_startup_load(int threads);
+
 // "1.9 other runnable threads on 2 CPUs" and back; nullopt for text not written by format.
 std::string format_machine_load(const MachineLoad& load);
 std::optional<MachineLoad> parse_machine_load(const std::string& text);

@@ -123,15 +123,15 @@ void Trainer::build() {
                                           placement_.device, threads_follow_load_);
   spdlog::info("{}; {}", placement_.runtime_summary, compat::deterministic_state().describe());
   all_threads_ = compat::num_threads();
-  if (threads_follow_load_)
-    if (const std::optional<MachineLoad> load = startup_machine_load())
-      if (machine_is_busy(*load, all_threads_)) {
-        compat::set_num_threads(threads_idle_cpus_hold(*load, all_threads_));
-        spdlog::info(
-            "intra-op threads: {} of {} (busy at start: {}; runtime.threads=0 follows the "
-            "load)",
-            compat::num_threads(), all_threads_, format_machine_load(*load));
-      }
+  if (threads_follow_load_) {
+    const int start_threads = threads_at_startup_load(all_threads_);
+    if (start_threads < all_threads_) {
+      compat::set_num_threads(start_threads);
+      spdlog::info(
+          "intra-op threads: {} of {} (busy at start: {}; runtime.threads=0 follows the load)",
+          start_threads, all_threads_, format_machine_load(*startup_machine_load()));
+    }
+  }
   const model::MemoryFormatDecision layout =
       model::choose_memory_format(x_.runtime.memory_format, placement_.device);
   spdlog::info("memory format {}", model::describe(layout));

@@ -135,3 +135,12 @@ TEST_CASE("OpenMP wait: bounded spin when idle, passive when busy, yours when se
     CHECK(openmp_wait_in_effect() == "GOMP_SPINCOUNT=500 (set by you)");
   }
 }
+
+TEST_CASE("threads at the start-time load: the posed sample decides", "[unit][common]") {
+  EnvOverrides env;
+  env.set("DETRAIN_MACHINE_LOAD", "2.0 other runnable threads on 2 CPUs");
+  CHECK(threads_at_startup_load(2) == 1);
+  env.set("DETRAIN_MACHINE_LOAD", "2.0 other runnable threads on 16 CPUs");
+  CHECK(threads_at_startup_load(16) == 14);
+  CHECK(threads_at_startup_load(8) == 8);
+}
